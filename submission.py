@@ -1,8 +1,634 @@
-"""Placeholder: batched QR through torch.geqrf (replaced by the kernels)."""
+"""Batched square QR factorization in the compact Householder form of `torch.geqrf`.
+
+`custom_kernel(A)` takes a `batch x n x n` float32 CUDA tensor and returns
+`(H, tau)`: `R` in the upper triangle of `H`, the Householder vector `v_j`
+below the diagonal of column `j` (its leading 1 not stored), and
+`Q = H_0 H_1 ... H_{n-1}`, `H_j = I - tau_j v_j v_j^T`. Reflectors follow
+LAPACK's `larfg`: for `alpha = A[j, j]`, `x = A[j+1:, j]`,
+
+    beta = -sign(alpha) ||(alpha, x)||,  tau = (beta - alpha) / beta,
+    v = x / (alpha - beta),              R[j, j] = beta,
+
+and `tau = 0` (nothing reflected) when `x` is exactly zero.
+
+Algorithm (LAPACK `geqrf`: `geqr2` panel + `larft` + `larfb`, per matrix):
+
+    for c in 0, W, 2W, ...:                      # panel = columns [c, c+W)
+        factor the panel A[c:, c:c+W] column by column          (CuTe kernel)
+        T := larft(V, tau), so that H_c ... H_{c+W-1} = I - V T V^T
+        Y := T^T (V^T C),  C := C - V Y   for C = A[c:, c+W:]   (Triton kernels)
+
+When a whole matrix fits in shared memory the panel is the matrix itself
+(`W = n`) and one launch does everything. Otherwise the panel of width
+`PANEL_WIDTH` is staged in shared memory by one CTA, or split by rows over
+the CTAs of a thread-block cluster when there are too few matrices to fill
+the GPU. The trailing update runs on tensor cores in 3xBF16: each float32
+operand is split on chip into `hi = bf16(x)` and `lo = bf16(x - hi)` and the
+product is `hi*hi + hi*lo + lo*hi` accumulated in float32 (~16 mantissa bits);
+panel factorization and `T` stay in float32.
+
+Which path serves `(batch, n)` depends on the shape and the device only, never
+on the values. Every launch goes to `torch.cuda.current_stream()`, the input is
+never written, outputs are fresh tensors, and no global torch setting changes.
+Inputs outside the fast path (CPU tensors, other dtypes, non-square or
+non-3-D shapes, empty batches) are handed to `torch.geqrf`.
+
+Importing on a GPU machine compiles and warms up the benchmark shapes; set
+`QR_SKIP_PRECOMPILE=1` to skip that.
+"""
+import math
+import os
+from dataclasses import dataclass
+from functools import lru_cache
+
 import torch
+import triton
+import triton.language as tl
 
 from task import input_t, output_t
 
+try:
+    import cuda.bindings.driver as cuda
+    import cutlass
+    import cutlass.cute as cute
+    from cutlass.cute.runtime import from_dlpack
+    from cutlass.utils import SmemAllocator
+except ImportError:  # the CUTLASS DSL is only needed on the GPU paths
+    cutlass = None
+
+# ---------------------------------------------------------------------------
+# Tuning table (H200-measured; see bench/NOTES.md)
+# ---------------------------------------------------------------------------
+PANEL_WIDTH = 32            # columns per panel of the blocked path; one warp lane per T row
+MAX_CLUSTER = 16            # CTAs per matrix in a cluster panel (16 runs with the non-portable attribute)
+CLUSTER_FILL = 1.0          # give each matrix SMs/batch CTAs (rounded down to a power of two)
+SMEM_RESERVE = 4096         # bytes of shared memory kept for the kernel's small arrays
+SQUARE_THREADS = ((64, 128), (128, 256), (1 << 30, 512))   # (n <=, threads) of the square kernel
+PANEL_THREADS = 512         # threads of a panel CTA: 16 warps share the <= 31 trailing columns
+TRAIL_BLOCK_M = 64          # rows of a trailing-update tile
+TRAIL_BLOCK_N = 64          # columns of a trailing-update tile
+TRAIL_WARPS = 4
+TRAIL_MIN_PROGRAMS = 2      # V^T C gets at least this many programs per SM (row splits if needed)
+WARP = 32
+
+
+# ---------------------------------------------------------------------------
+# Triton: the compact-WY trailing update  C := C - V T^T V^T C
+# ---------------------------------------------------------------------------
+@triton.jit
+def _dot_3xbf16(a, b, acc):
+    """acc + a @ b with float32 operands split into bf16 hi/lo parts (lo*lo dropped)."""
+    a_hi = a.to(tl.bfloat16)
+    a_lo = (a - a_hi.to(tl.float32)).to(tl.bfloat16)
+    b_hi = b.to(tl.bfloat16)
+    b_lo = (b - b_hi.to(tl.float32)).to(tl.bfloat16)
+    acc = tl.dot(a_lo, b_hi, acc)
+    acc = tl.dot(a_hi, b_lo, acc)
+    return tl.dot(a_hi, b_hi, acc)
+
+
+@triton.jit
+def _load_reflectors(h_ptr, rows, row_end, c, n, W: tl.constexpr):
+    """V[rows, 0:W] of the panel at column c (rows < row_end): unit diagonal, zero above, H below."""
+    k = c + tl.arange(0, W)
+    below = (rows[:, None] > k[None, :]) & (rows[:, None] < row_end)
+    v = tl.load(h_ptr + rows[:, None] * n + k[None, :], mask=below, other=0.0)
+    return tl.where(rows[:, None] == k[None, :], 1.0, v)
+
+
+@triton.jit
+def _wy_project_kernel(
+    # pointers
+    h_ptr, y_ptr,
+    # sizes
+    n, c, rows_per_split,
+    # strides of y (split, batch, panel column); its columns are contiguous
+    stride_ys, stride_yb, stride_yk,
+    # meta-parameters
+    W: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+):
+    """y[split, b, :, cols] := V^T C over the split's rows, C = H[b, c:, c+W:]."""
+    pid_n = tl.program_id(0)
+    split = tl.program_id(1)
+    b = tl.program_id(2)
+    h_ptr += b.to(tl.int64) * n * n
+    cols = c + W + pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    row_lo = c + split * rows_per_split
+    row_hi = tl.minimum(row_lo + rows_per_split, n)
+
+    # ----- acc := C^T V over the rows [row_lo, row_hi) -----
+    acc = tl.zeros((BLOCK_N, W), dtype=tl.float32)
+    for r0 in range(row_lo, row_hi, BLOCK_M):
+        rows = r0 + tl.arange(0, BLOCK_M)
+        v = _load_reflectors(h_ptr, rows, row_hi, c, n, W)
+        tile = tl.load(h_ptr + rows[:, None] * n + cols[None, :],
+                       mask=(rows[:, None] < row_hi) & (cols[None, :] < n), other=0.0)
+        acc = _dot_3xbf16(tl.trans(tile), v, acc)
+
+    # ----- y := acc^T -----
+    k = tl.arange(0, W)
+    y = y_ptr + split * stride_ys + b * stride_yb + k[None, :] * stride_yk + (cols - c - W)[:, None]
+    tl.store(y, acc, mask=(cols < n)[:, None])
+
+
+@triton.jit
+def _wy_apply_kernel(
+    # pointers
+    h_ptr, y_ptr, t_ptr,
+    # sizes
+    n, c, splits,
+    # strides of y (split, batch, panel column); its columns are contiguous
+    stride_ys, stride_yb, stride_yk,
+    # meta-parameters
+    W: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+):
+    """C[rows, cols] -= V[rows] T^T (sum over splits of y[:, b, :, cols]), C = H[b, c:, c+W:]."""
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    b = tl.program_id(2)
+    h_ptr += b.to(tl.int64) * n * n
+    t_ptr += b.to(tl.int64) * W * W
+    rows = c + pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    cols = c + W + pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    k = tl.arange(0, W)
+
+    # ----- Y := T^T (V^T C), float32 -----
+    y_tile = y_ptr + b * stride_yb + k[:, None] * stride_yk + (cols - c - W)[None, :]
+    vtc = tl.zeros((W, BLOCK_N), dtype=tl.float32)
+    for s in range(splits):
+        vtc += tl.load(y_tile + s * stride_ys, mask=(cols < n)[None, :], other=0.0)
+    t_trans = tl.load(t_ptr + k[None, :] * W + k[:, None])
+    y = tl.dot(t_trans, vtc, input_precision="ieee")
+
+    # ----- C := C - V Y -----
+    v = _load_reflectors(h_ptr, rows, n, c, n, W)
+    ptrs = h_ptr + rows[:, None] * n + cols[None, :]
+    mask = (rows[:, None] < n) & (cols[None, :] < n)
+    tile = tl.load(ptrs, mask=mask, other=0.0)
+    tile = tile - _dot_3xbf16(v, y, tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32))
+    tl.store(ptrs, tile, mask=mask)
+
+
+# ---------------------------------------------------------------------------
+# CuTe: Householder factorization of a panel held in shared memory
+# ---------------------------------------------------------------------------
+if cutlass is not None:
+
+    class HouseholderPanel:
+        """Factor columns [c, c+w) of rows [c, n) of every matrix, w = min(width, n - c).
+
+        Per column j (diagonal row d = c + j), with x the column below d:
+            beta, tau from |x|^2 and alpha = A[d, j]      (larfg)
+            w_k := v^T A[d:, k],  A[d:, k] -= tau w_k v    for panel columns k > j
+        Then, if `form_t`: T := larft(V, tau) (w x w, upper) into mT[b].
+
+        Work split: one matrix per cluster of `cluster` CTAs, each holding a
+        contiguous block of the panel's rows in shared memory, column-major
+        with an odd leading dimension (`ld`) so both column sweeps and the
+        row-major staging copies are free of bank conflicts. Within a CTA a
+        warp owns a trailing column (lanes stride over rows, a warp shuffle
+        sums the dot product). Warp 0 updates column j+1 first and sums its
+        next |x|^2 on the way, so a column costs one barrier: `sync_threads`
+        for one CTA, two cluster barriers (partial dot products, then the
+        next |x|^2) when rows are split, exchanged through `mScratch`.
+
+        Column j's tail keeps its raw x while column j is read as v; it is
+        scaled into v (and beta stored on its diagonal) during column j+1.
+
+        Shared memory: ld * width floats of panel, plus width^2 (Gram) and
+        width^2 (T) when `form_t`, plus a few scalars.
+        """
+
+        def __init__(self, n: int, width: int, cluster: int, threads: int, form_t: bool):
+            self.n = n
+            self.width = width
+            self.cluster = cluster
+            self.threads = threads
+            self.form_t = form_t
+            self.rows = -(-n // cluster)        # rows a CTA holds at most (panel at c = 0)
+            self.ld = self.rows | 1
+            # scratch slots per CTA: |x|^2, alpha, width dot products, width^2 Gram entries
+            self.scratch_slots = 2 + width + width * width
+
+        @staticmethod
+        def smem_bytes(n: int, width: int, cluster: int, form_t: bool) -> int:
+            ld = -(-n // cluster) | 1
+            return 4 * (ld * width + (2 * width * width if form_t else 0) + width + 4)
+
+        @cute.jit
+        def __call__(self, mA: cute.Tensor, mH: cute.Tensor, mTau: cute.Tensor,
+                     mT: cute.Tensor, mScratch: cute.Tensor, c: cutlass.Int32,
+                     stream: cuda.CUstream):
+            batch = mH.shape[0]
+            if cutlass.const_expr(self.cluster > 1):
+                self.kernel(mA, mH, mTau, mT, mScratch, c).launch(
+                    grid=(batch * self.cluster, 1, 1), block=(self.threads, 1, 1),
+                    cluster=(self.cluster, 1, 1), stream=stream)
+            else:
+                self.kernel(mA, mH, mTau, mT, mScratch, c).launch(
+                    grid=(batch, 1, 1), block=(self.threads, 1, 1), stream=stream)
+
+        @cute.jit
+        def _sync(self):
+            """Barrier over every thread that shares the panel."""
+            if cutlass.const_expr(self.cluster > 1):
+                cute.arch.cluster_arrive()
+                cute.arch.cluster_wait()
+            else:
+                cute.arch.sync_threads()
+
+        @cute.kernel
+        def kernel(self, mA: cute.Tensor, mH: cute.Tensor, mTau: cute.Tensor,
+                   mT: cute.Tensor, mScratch: cute.Tensor, c: cutlass.Int32):
+            W = self.width
+            G = self.cluster
+            NW = self.threads // WARP
+            n = self.n
+            tidx, _, _ = cute.arch.thread_idx()
+            lane = tidx % WARP
+            warp = tidx // WARP
+            b = cute.arch.block_idx()[0]
+            rank = cutlass.Int32(0)
+            if cutlass.const_expr(G > 1):
+                b = cute.arch.cluster_idx()[0]
+                rank = cute.arch.block_idx_in_cluster()
+
+            # rows [r0, r0 + nloc) of the panel live in this CTA
+            w = cutlass.min(W, n - c)
+            chunk = (n - c + G - 1) // G
+            r0 = c + rank * chunk
+            nloc = cutlass.max(cutlass.min(chunk, n - r0), 0)
+
+            smem = SmemAllocator()
+            sP = smem.allocate_tensor(cutlass.Float32, cute.make_layout((self.ld, W)), 16)
+            sTau = smem.allocate_tensor(cutlass.Float32, cute.make_layout(W), 16)
+            sNext = smem.allocate_tensor(cutlass.Float32, cute.make_layout(4), 16)  # |x|^2, alpha by parity
+            if cutlass.const_expr(self.form_t):
+                sGram = smem.allocate_tensor(cutlass.Float32, cute.make_layout((W, W)), 16)
+                sT = smem.allocate_tensor(cutlass.Float32, cute.make_layout((W, W)), 16)  # sT[l, i] = T[i, l]
+
+            # ----- stage A[r0:r0+nloc, c:c+w] -----
+            for r in cutlass.range(warp, nloc, NW):
+                for k in cutlass.range(lane, w, WARP):
+                    sP[r, k] = mA[b, r0 + r, c + k]
+            cute.arch.sync_threads()
+
+            # ----- publish |x|^2 and alpha of column 0 -----
+            if warp == 0:
+                self._publish_next(sP, sNext, mScratch, b, rank, r0, nloc, c, 0, lane)
+            self._sync()
+
+            beta_prev = cutlass.Float32(0.0)
+            scale_prev = cutlass.Float32(1.0)
+            for j in cutlass.range(w):
+                d = c + j
+                # ----- reflector of column j from the published |x|^2 and alpha -----
+                xnorm2 = cutlass.Float32(0.0)
+                alpha = cutlass.Float32(0.0)
+                if cutlass.const_expr(G > 1):
+                    for g in cutlass.range(G):
+                        xnorm2 = xnorm2 + mScratch[b, g, 0]
+                    alpha = mScratch[b, (d - c) // chunk, 1]
+                else:
+                    xnorm2 = sNext[2 * (j % 2)]
+                    alpha = sNext[2 * (j % 2) + 1]
+                beta = alpha
+                tau = cutlass.Float32(0.0)
+                scale = cutlass.Float32(1.0)
+                if xnorm2 != 0.0:
+                    norm = cute.math.sqrt(alpha * alpha + xnorm2)
+                    beta = -norm
+                    if alpha < 0.0:
+                        beta = norm
+                    tau = (beta - alpha) / beta
+                    scale = 1.0 / (alpha - beta)
+                if tidx == 0:
+                    sTau[j] = tau
+                    if rank == 0:
+                        mTau[b, d] = tau
+
+                # ----- column j-1: raw x -> v, alpha -> beta -----
+                if j > 0:
+                    self._finish_column(sP, j - 1, c + j - 1, r0, nloc, beta_prev, scale_prev, tidx)
+
+                # ----- A[d:, k] -= tau (v^T A[d:, k]) v for panel columns k > j -----
+                rstart = cutlass.max(d - r0, 0)
+                if cutlass.const_expr(G > 1):
+                    for k in cutlass.range(j + 1 + warp, w, NW):
+                        dot = self._column_dot(sP, j, k, d, r0, rstart, nloc, scale, lane)
+                        if lane == 0:
+                            mScratch[b, rank, 2 + k] = dot
+                    self._sync()
+                for k in cutlass.range(j + 1 + warp, w, NW):
+                    dot = cutlass.Float32(0.0)
+                    if cutlass.const_expr(G > 1):
+                        for g in cutlass.range(G):
+                            dot = dot + mScratch[b, g, 2 + k]
+                    else:
+                        dot = self._column_dot(sP, j, k, d, r0, rstart, nloc, scale, lane)
+                    coef = tau * dot
+                    for r in cutlass.range(rstart + lane, nloc, WARP):
+                        v = sP[r, j] * scale
+                        if r0 + r == d:
+                            v = cutlass.Float32(1.0)
+                        sP[r, k] = sP[r, k] - coef * v
+                    if k == j + 1:
+                        self._publish_next(sP, sNext, mScratch, b, rank, r0, nloc, c, k, lane)
+                self._sync()
+                beta_prev = beta
+                scale_prev = scale
+
+            self._finish_column(sP, w - 1, c + w - 1, r0, nloc, beta_prev, scale_prev, tidx)
+            cute.arch.sync_threads()
+
+            # ----- write the factored panel back -----
+            for r in cutlass.range(warp, nloc, NW):
+                for k in cutlass.range(lane, w, WARP):
+                    mH[b, r0 + r, c + k] = sP[r, k]
+
+            if cutlass.const_expr(self.form_t):
+                self._form_t(sP, sTau, sGram, sT, mT, mScratch, b, rank, r0, nloc, c, w, tidx, lane, warp)
+
+        @cute.jit
+        def _column_dot(self, sP, j, k, d, r0, rstart, nloc, scale, lane):
+            """v^T A[:, k] over this CTA's rows (v from column j's raw x), summed over the warp."""
+            dot = cutlass.Float32(0.0)
+            for r in cutlass.range(rstart + lane, nloc, WARP):
+                v = sP[r, j] * scale
+                if r0 + r == d:
+                    v = cutlass.Float32(1.0)
+                dot = dot + v * sP[r, k]
+            return cute.arch.warp_reduction_sum(dot)
+
+        @cute.jit
+        def _publish_next(self, sP, sNext, mScratch, b, rank, r0, nloc, c, k, lane):
+            """Warp-wide: publish |A[c+k+1:, k]|^2 (this CTA's part) and alpha = A[c+k, k]."""
+            d = c + k
+            partial = cutlass.Float32(0.0)
+            for r in cutlass.range(cutlass.max(d + 1 - r0, 0) + lane, nloc, WARP):
+                x = sP[r, k]
+                partial = partial + x * x
+            partial = cute.arch.warp_reduction_sum(partial)
+            if cutlass.const_expr(self.cluster > 1):
+                if lane == 0:
+                    mScratch[b, rank, 0] = partial
+                    if d >= r0:
+                        if d < r0 + nloc:
+                            mScratch[b, rank, 1] = sP[d - r0, k]
+            else:
+                if lane == 0:
+                    sNext[2 * (k % 2)] = partial
+                    sNext[2 * (k % 2) + 1] = sP[d - r0, k]
+
+        @cute.jit
+        def _finish_column(self, sP, j, d, r0, nloc, beta, scale, tidx):
+            """Column j: x below the diagonal d becomes v = x * scale; the diagonal becomes beta."""
+            for r in cutlass.range(cutlass.max(d - r0, 0) + tidx, nloc, self.threads):
+                if r0 + r == d:
+                    sP[r, j] = beta
+                else:
+                    sP[r, j] = sP[r, j] * scale
+
+        @cute.jit
+        def _form_t(self, sP, sTau, sGram, sT, mT, mScratch, b, rank, r0, nloc, c, w, tidx, lane, warp):
+            """T := larft(V, tau): T[i, i] = tau_i, T[i, j] = -tau_j sum_{l=i..j-1} T[i, l] (V^T V)[l, j]."""
+            W = self.width
+            G = self.cluster
+            NW = self.threads // WARP
+
+            # ----- (V^T V)[i, j] for i < j over this CTA's rows (v_j is 0 above c + j, 1 on it) -----
+            for p in cutlass.range(warp, w * w, NW):
+                i = p // w
+                j = p - i * w
+                if i < j:
+                    d = c + j
+                    acc = cutlass.Float32(0.0)
+                    for r in cutlass.range(cutlass.max(d - r0, 0) + lane, nloc, WARP):
+                        vj = sP[r, j]
+                        if r0 + r == d:
+                            vj = cutlass.Float32(1.0)
+                        acc = acc + sP[r, i] * vj
+                    acc = cute.arch.warp_reduction_sum(acc)
+                    if lane == 0:
+                        if cutlass.const_expr(G > 1):
+                            mScratch[b, rank, 2 + W + p] = acc
+                        else:
+                            sGram[i, j] = acc
+            if cutlass.const_expr(G > 1):
+                self._sync()
+                for p in cutlass.range(tidx, w * w, self.threads):
+                    i = p // w
+                    j = p - i * w
+                    total = cutlass.Float32(0.0)
+                    for g in cutlass.range(G):
+                        total = total + mScratch[b, g, 2 + W + p]
+                    sGram[i, j] = total
+            cute.arch.sync_threads()
+
+            # ----- row i of T, one thread per row -----
+            if rank == 0:
+                if tidx < w:
+                    i = tidx
+                    for j in cutlass.range(w):
+                        t = cutlass.Float32(0.0)
+                        if j == i:
+                            t = sTau[i]
+                        if j > i:
+                            s = cutlass.Float32(0.0)
+                            for l in cutlass.range(i, j):
+                                s = s + sT[l, i] * sGram[l, j]
+                            t = -sTau[j] * s
+                        sT[j, i] = t
+                        mT[b, i, j] = t
+
+
+# ---------------------------------------------------------------------------
+# Plans: which kernels serve (batch, n) on this device
+# ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Plan:
+    """Compile-time choices for one (batch, n): a square kernel when width == n."""
+
+    n: int
+    width: int
+    cluster: int
+    threads: int
+
+    @property
+    def square(self) -> bool:
+        return self.width == self.n
+
+
+@lru_cache(maxsize=None)
+def _device_limits(device_index: int) -> tuple[int, int]:
+    """(SM count, opt-in shared memory per block in bytes) of a CUDA device."""
+    props = torch.cuda.get_device_properties(device_index)
+    smem = getattr(props, "shared_memory_per_block_optin", 0) or 48 * 1024
+    return props.multi_processor_count, smem
+
+
+def _pick(table, n: int) -> int:
+    return next(value for limit, value in table if n <= limit)
+
+
+def make_plan(batch: int, n: int, sms: int, smem: int) -> Plan:
+    """Square kernel while the matrix fits in shared memory, else blocked panels.
+
+    The cluster size gives each matrix about SMs/batch CTAs (a power of two,
+    at most MAX_CLUSTER), and grows further until a CTA's rows fit.
+    """
+    budget = smem - SMEM_RESERVE
+    if HouseholderPanel.smem_bytes(n, n, 1, False) <= budget:
+        return Plan(n, n, 1, _pick(SQUARE_THREADS, n))
+    width = PANEL_WIDTH
+    cluster = 1
+    while cluster * 2 <= min(MAX_CLUSTER, CLUSTER_FILL * sms / batch):
+        cluster *= 2
+    while HouseholderPanel.smem_bytes(n, width, cluster, True) > budget:
+        if cluster == MAX_CLUSTER:
+            raise ValueError(f"n={n} is too large for a {MAX_CLUSTER}-CTA cluster panel")
+        cluster *= 2
+    return Plan(n, width, cluster, PANEL_THREADS)
+
+
+# ---------------------------------------------------------------------------
+# Compile cache (keyed by compile-time values; batch is a runtime size)
+# ---------------------------------------------------------------------------
+_COMPILED: dict = {}
+
+
+def _cute_tensor(t: torch.Tensor):
+    """CuTe view of a contiguous tensor whose leading (batch) extent is dynamic."""
+    return from_dlpack(t, assumed_align=16).mark_compact_shape_dynamic(
+        mode=0, stride_order=tuple(range(t.dim())))
+
+
+def _panel_kernel(plan: Plan, args: tuple):
+    key = (plan.n, plan.width, plan.cluster, plan.threads)
+    fn = _COMPILED.get(key)
+    if fn is None:
+        panel = HouseholderPanel(plan.n, plan.width, plan.cluster, plan.threads, not plan.square)
+        fn = _COMPILED[key] = cute.compile(panel, *args)
+    return fn
+
+
+# ---------------------------------------------------------------------------
+# Host drivers
+# ---------------------------------------------------------------------------
+def _factor_square(data: torch.Tensor, plan: Plan) -> output_t:
+    """The whole factorization in one launch: the matrix is the panel."""
+    batch, n, _ = data.shape
+    h = torch.empty_like(data)
+    tau = torch.empty((batch, n), device=data.device, dtype=torch.float32)
+    unused = torch.empty((batch, 2, 2), device=data.device, dtype=torch.float32)
+    stream = cuda.CUstream(torch.cuda.current_stream(data.device).cuda_stream)
+    args = (_cute_tensor(data), _cute_tensor(h), _cute_tensor(tau), _cute_tensor(unused),
+            _cute_tensor(unused), cutlass.Int32(0), stream)
+    _panel_kernel(plan, args)(*args)
+    return h, tau
+
+
+def _row_splits(batch: int, n: int, c: int, width: int, sms: int) -> int:
+    """Row splits of V^T C so that its grid reaches TRAIL_MIN_PROGRAMS per SM."""
+    programs = batch * triton.cdiv(n - c - width, TRAIL_BLOCK_N)
+    splits = triton.cdiv(TRAIL_MIN_PROGRAMS * sms, programs)
+    return max(1, min(splits, triton.cdiv(n - c, TRAIL_BLOCK_M)))
+
+
+def _apply_block_reflector(h, y, t, c: int, width: int, splits: int):
+    """H[:, c:, c+W:] := (I - V T V^T)^T H[:, c:, c+W:] with V, T of the panel at c."""
+    batch, n, _ = h.shape
+    rows = n - c
+    rows_per_split = triton.cdiv(triton.cdiv(rows, splits), TRAIL_BLOCK_M) * TRAIL_BLOCK_M
+    splits = triton.cdiv(rows, rows_per_split)
+    col_tiles = triton.cdiv(n - c - width, TRAIL_BLOCK_N)
+    strides = (y.stride(0), y.stride(1), y.stride(2))
+    _wy_project_kernel[(col_tiles, splits, batch)](
+        h, y, n, c, rows_per_split, *strides,
+        W=width, BLOCK_M=TRAIL_BLOCK_M, BLOCK_N=TRAIL_BLOCK_N, num_warps=TRAIL_WARPS)
+    _wy_apply_kernel[(triton.cdiv(rows, TRAIL_BLOCK_M), col_tiles, batch)](
+        h, y, t, n, c, splits, *strides,
+        W=width, BLOCK_M=TRAIL_BLOCK_M, BLOCK_N=TRAIL_BLOCK_N, num_warps=TRAIL_WARPS)
+
+
+def _factor_blocked(data: torch.Tensor, plan: Plan, sms: int) -> output_t:
+    """Panels of `plan.width` columns, each followed by its block reflector on the trailing matrix."""
+    batch, n, _ = data.shape
+    width = plan.width
+    device = data.device
+    h = data.clone()
+    tau = torch.empty((batch, n), device=device, dtype=torch.float32)
+    t = torch.empty((batch, width, width), device=device, dtype=torch.float32)
+    scratch = torch.empty((batch, plan.cluster, 2 + width + width * width), device=device,
+                          dtype=torch.float32)
+    panels = range(0, n, width)
+    splits = [_row_splits(batch, n, c, width, sms) for c in panels if c + width < n]
+    y = torch.empty((max(splits, default=1), batch, width, max(n - width, 1)), device=device, dtype=torch.float32)
+    stream = cuda.CUstream(torch.cuda.current_stream(device).cuda_stream)
+    # in place, through two wrappers: one CuTe tensor object passed twice reads as zeros
+    args = [_cute_tensor(h), _cute_tensor(h), _cute_tensor(tau), _cute_tensor(t), _cute_tensor(scratch), cutlass.Int32(0), stream]
+    panel = _panel_kernel(plan, tuple(args))
+    for c, c_splits in zip(panels, splits + [0]):
+        args[5] = cutlass.Int32(c)
+        panel(*args)
+        if c + width < n:
+            _apply_block_reflector(h, y, t, c, width, c_splits)
+    return h, tau
+
+
+# ---------------------------------------------------------------------------
+# Entry point
+# ---------------------------------------------------------------------------
+def _fast_path_ok(data) -> bool:
+    return (cutlass is not None and isinstance(data, torch.Tensor) and data.is_cuda
+            and data.dtype == torch.float32 and data.dim() == 3
+            and data.shape[1] == data.shape[2] and data.numel() > 0)
+
+
+def _fallback(data) -> output_t:
+    """torch.geqrf for every input it accepts; a clear error for the rest."""
+    if not isinstance(data, torch.Tensor):
+        raise TypeError(f"custom_kernel expects a torch.Tensor, got {type(data).__name__}")
+    if data.dim() < 2 or not (data.is_floating_point() or data.is_complex()) \
+            or data.dtype in (torch.float16, torch.bfloat16):
+        raise ValueError(
+            "custom_kernel accepts a (..., m, n) tensor of float32, float64, complex64 or "
+            f"complex128 (fast path: a CUDA float32 batch x n x n); got shape "
+            f"{tuple(data.shape)} and dtype {data.dtype}")
+    return torch.geqrf(data)
+
 
 def custom_kernel(data: input_t) -> output_t:
-    return torch.geqrf(data)
+    """QR of each matrix of `data` (batch x n x n, float32, CUDA) as `(H, tau)` like torch.geqrf.
+
+    Other inputs that torch.geqrf accepts (CPU tensors, float64, complex,
+    non-square or batched-differently shapes, empty tensors) are passed to it;
+    anything else raises TypeError/ValueError. `data` is never modified.
+    """
+    if not _fast_path_ok(data):
+        return _fallback(data)
+    data = data.contiguous()
+    batch, n, _ = data.shape
+    with torch.cuda.device(data.device):
+        sms, smem = _device_limits(data.device.index)
+        plan = make_plan(batch, n, sms, smem)
+        if plan.square:
+            return _factor_square(data, plan)
+        return _factor_blocked(data, plan, sms)
+
+
+# ---------------------------------------------------------------------------
+# Precompilation: compile and warm every benchmark shape at import
+# ---------------------------------------------------------------------------
+BENCHMARK_SHAPES = ((20, 32), (40, 176), (40, 352), (640, 512), (60, 1024), (8, 2048), (2, 4096))
+
+
+def precompile(shapes=BENCHMARK_SHAPES) -> None:
+    """Run each shape once so JIT compiles and library handles stay out of timed calls."""
+    for batch, n in shapes:
+        custom_kernel(torch.randn((batch, n, n), device="cuda"))
+    torch.cuda.synchronize()
+
+
+if cutlass is not None and torch.cuda.is_available() and os.environ.get("QR_SKIP_PRECOMPILE") != "1":
+    precompile()

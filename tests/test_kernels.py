@@ -1,0 +1,83 @@
+"""The submission's kernels one by one, against float64 math (GPU only)."""
+import pytest
+import torch
+
+import submission
+
+pytestmark = pytest.mark.gpu
+
+WIDTH = submission.PANEL_WIDTH
+PANEL_RTOL = 1e-4        # float32 panel factorization vs torch.geqrf
+TRAILING_RTOL = 1e-4     # 3xBF16 block reflector vs float64
+
+
+def _larft(v: torch.Tensor, tau: torch.Tensor) -> torch.Tensor:
+    """T with H_0 ... H_{w-1} = I - V T V^T, by T = (I + diag(tau) striu(V^T V))^{-1} diag(tau)."""
+    w = v.shape[-1]
+    gram = torch.triu(v.transpose(-1, -2) @ v, diagonal=1)
+    lhs = torch.eye(w, dtype=v.dtype, device=v.device) + tau[..., :, None] * gram
+    return torch.linalg.solve_triangular(lhs, torch.diag_embed(tau), upper=True)
+
+
+def _unit_lower(panel: torch.Tensor) -> torch.Tensor:
+    v = torch.tril(panel, diagonal=-1)
+    w = panel.shape[-1]
+    v[..., range(w), range(w)] = 1.0
+    return v
+
+
+def _run_panel(h: torch.Tensor, plan: submission.Plan, c: int):
+    batch, n, _ = h.shape
+    tau = torch.zeros((batch, n), device=h.device)
+    t = torch.zeros((batch, WIDTH, WIDTH), device=h.device)
+    scratch = torch.zeros((batch, plan.cluster, 2 + WIDTH + WIDTH * WIDTH), device=h.device)
+    stream = submission.cuda.CUstream(torch.cuda.current_stream().cuda_stream)
+    args = (submission._cute_tensor(h), submission._cute_tensor(h), submission._cute_tensor(tau), submission._cute_tensor(t),
+            submission._cute_tensor(scratch), submission.cutlass.Int32(c), stream)
+    submission._panel_kernel(plan, args)(*args)
+    torch.cuda.synchronize()
+    return tau, t
+
+
+@pytest.mark.parametrize("batch,n,cluster,c", [
+    (3, 300, 1, 0), (3, 300, 1, 64), (2, 256, 2, 32), (2, 512, 4, 0), (2, 300, 16, 96), (1, 250, 16, 224),
+])
+def test_panel_matches_geqrf_and_forms_t(batch, n, cluster, c):
+    torch.manual_seed(n + c)
+    a = torch.randn((batch, n, n), device="cuda")
+    h = a.clone()
+    plan = submission.Plan(n, WIDTH, cluster, submission.PANEL_THREADS)
+    tau, t = _run_panel(h, plan, c)
+    w = min(WIDTH, n - c)
+
+    ref_h, ref_tau = torch.geqrf(a[:, c:, c:c + w].double())
+    got = h[:, c:, c:c + w].double()
+    assert torch.allclose(got, ref_h, rtol=PANEL_RTOL, atol=PANEL_RTOL * ref_h.abs().max())
+    assert torch.allclose(tau[:, c:c + w].double(), ref_tau, rtol=PANEL_RTOL, atol=PANEL_RTOL)
+    untouched = torch.ones_like(a, dtype=torch.bool)
+    untouched[:, c:, c:c + w] = False
+    assert torch.equal(h[untouched], a[untouched])
+
+    ref_t = _larft(_unit_lower(ref_h), ref_tau)
+    assert torch.allclose(t[:, :w, :w].double(), ref_t, rtol=PANEL_RTOL, atol=PANEL_RTOL)
+
+
+@pytest.mark.parametrize("batch,n,c,splits", [(3, 200, 0, 1), (2, 333, 64, 3), (1, 512, 32, 4)])
+def test_block_reflector_matches_float64(batch, n, c, splits):
+    torch.manual_seed(n)
+    a = torch.randn((batch, n, n), device="cuda")
+    panel_h, panel_tau = torch.geqrf(a[:, c:, c:c + WIDTH].double())
+    h = a.clone()
+    h[:, c:, c:c + WIDTH] = panel_h.float()
+    v = _unit_lower(panel_h)
+    t = _larft(v, panel_tau)
+    trailing = a[:, c:, c + WIDTH:].double()
+    expected = trailing - v @ (t.transpose(-1, -2) @ (v.transpose(-1, -2) @ trailing))
+
+    before = h.clone()
+    y = torch.full((splits, batch, WIDTH, n - WIDTH), float("nan"), device="cuda")
+    submission._apply_block_reflector(h, y, t.float().contiguous(), c, WIDTH, splits)
+    got = h[:, c:, c + WIDTH:].double()
+    assert (got - expected).abs().max() <= TRAILING_RTOL * expected.abs().max()
+    assert torch.equal(h[:, :, :c + WIDTH], before[:, :, :c + WIDTH])
+    assert torch.equal(h[:, :c, :], before[:, :c, :])
