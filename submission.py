@@ -210,11 +210,6 @@ if cutlass is not None:
             # scratch slots per CTA: |x|^2, alpha, width dot products, width^2 Gram entries
             self.scratch_slots = 2 + width + width * width
 
-        @staticmethod
-        def smem_bytes(n: int, width: int, cluster: int, form_t: bool) -> int:
-            ld = -(-n // cluster) | 1
-            return 4 * (ld * width + (2 * width * width if form_t else 0) + width + 4)
-
         @cute.jit
         def __call__(self, mA: cute.Tensor, mH: cute.Tensor, mTau: cute.Tensor,
                      mT: cute.Tensor, mScratch: cute.Tensor, c: cutlass.Int32,
@@ -459,6 +454,12 @@ class Plan:
         return self.width == self.n
 
 
+def panel_smem_bytes(n: int, width: int, cluster: int, form_t: bool) -> int:
+    """Shared memory of a HouseholderPanel CTA (see its docstring for the layout)."""
+    ld = -(-n // cluster) | 1
+    return 4 * (ld * width + (2 * width * width if form_t else 0) + width + 4)
+
+
 @lru_cache(maxsize=None)
 def _device_limits(device_index: int) -> tuple[int, int]:
     """(SM count, opt-in shared memory per block in bytes) of a CUDA device."""
@@ -478,13 +479,13 @@ def make_plan(batch: int, n: int, sms: int, smem: int) -> Plan:
     at most MAX_CLUSTER), and grows further until a CTA's rows fit.
     """
     budget = smem - SMEM_RESERVE
-    if HouseholderPanel.smem_bytes(n, n, 1, False) <= budget:
+    if panel_smem_bytes(n, n, 1, False) <= budget:
         return Plan(n, n, 1, _pick(SQUARE_THREADS, n))
     width = PANEL_WIDTH
     cluster = 1
     while cluster * 2 <= min(MAX_CLUSTER, CLUSTER_FILL * sms / batch):
         cluster *= 2
-    while HouseholderPanel.smem_bytes(n, width, cluster, True) > budget:
+    while panel_smem_bytes(n, width, cluster, True) > budget:
         if cluster == MAX_CLUSTER:
             raise ValueError(f"n={n} is too large for a {MAX_CLUSTER}-CTA cluster panel")
         cluster *= 2

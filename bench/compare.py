@@ -16,6 +16,7 @@ the GPU, library versions, date and commit.
 """
 import argparse
 import datetime
+import importlib.metadata
 import json
 import math
 import statistics
@@ -146,20 +147,18 @@ def geomean(values: list[float]) -> float:
 
 
 def _versions(libs: list[str]) -> dict:
-    import triton
-    versions = {"torch": torch.__version__, "triton": triton.__version__}
-    try:
-        import cutlass
-        versions["nvidia-cutlass-dsl"] = getattr(cutlass, "__version__", "installed")
-    except ImportError:
-        pass
-    if "jax" in libs:
-        import jax
-        versions["jax"] = jax.__version__
+    names = ["torch", "triton", "nvidia-cutlass-dsl"] + (["jax"] if "jax" in libs else [])
+    versions = {}
+    for name in names:
+        try:
+            versions[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            versions[name] = "not installed"
     return versions
 
 
 def _commit() -> str:
+    """HEAD of the checkout, or 'unknown' where the tree was copied without its .git."""
     try:
         return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
                               text=True, check=True).stdout.strip()
@@ -199,6 +198,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--cases", nargs="*", default=[], help="only specs containing one of these texts")
     parser.add_argument("--service-seed", type=int, default=None, help="combine every seed as POPCORN_SEED does")
     parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--commit", default=None, help="commit to record when the tree has no .git")
     args = parser.parse_args(argv)
 
     if args.libs is None:
@@ -254,7 +254,7 @@ def main(argv: list[str]) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     stem = "compare-" + gpu.replace(" ", "_")
     record = {"gpu": gpu, "versions": _versions(libs), "date": datetime.date.today().isoformat(),
-              "commit": _commit(), "budget_s": args.budget, "service_seed": args.service_seed,
+              "commit": args.commit or _commit(), "budget_s": args.budget, "service_seed": args.service_seed,
               "cases": results, "geomean_ns": summary}
     (args.out / f"{stem}.json").write_text(json.dumps(record, indent=1))
     _chart(args.out / f"{stem}.png", results, libs, gpu)
