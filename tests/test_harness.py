@@ -323,7 +323,7 @@ def test_read_only_popcorn_fd_exits_111(tmp_path: Path):
 # ---------------------------------------------------------------------------
 # Human mode
 # ---------------------------------------------------------------------------
-def test_human_mode_passes_with_the_placeholder(tmp_path: Path):
+def test_human_mode_passes_with_the_repository_submission(tmp_path: Path):
     specs = SMALL_SPECS[:2]
     done = run_eval(REPO_ROOT, "test", write_specs(tmp_path, specs))
     assert done.returncode == 0, done.stderr
