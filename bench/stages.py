@@ -2,11 +2,12 @@
 
     python bench/stages.py [--shapes 640x512,60x1024,...] [--repeats 5]
 
-For each shape, times (CUDA events, L2 flushed, median of --repeats) the
-whole call, the panel kernels alone (trailing updates skipped), and the
-trailing updates alone (panel kernels skipped), and the host time of one
-call with the GPU kept busy. The variants that skip a stage compute garbage;
-only their times mean anything.
+For each shape, times (CUDA events, L2 flushed, median of --repeats) a call
+(`custom_kernel`: copy in, CUDA-graph replay, copies out), the same launch
+sequence issued eagerly, the eager sequence with the trailing updates left
+out (panels only) and with the panel kernels left out (trailing only), and
+the host time of one eager sequence and of one call while the GPU is busy.
+Variants that skip a stage compute garbage; only their times mean anything.
 """
 import argparse
 import statistics
@@ -55,34 +56,37 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args(argv)
 
-    full = submission.custom_kernel
-    real_panel = submission._panel_kernel
-    real_trailing = submission._apply_block_reflector
-
-    def panel_only(a):
-        submission._apply_block_reflector = lambda *args: None
-        try:
-            return full(a)
-        finally:
-            submission._apply_block_reflector = real_trailing
-
-    def trailing_only(a):
-        submission._panel_kernel = lambda plan, args: (lambda *call_args: None)
-        try:
-            return full(a)
-        finally:
-            submission._panel_kernel = real_panel
-
-    print(f"{'shape':>10s} {'plan':>44s} {'full ms':>9s} {'panel ms':>9s} {'trail ms':>9s} {'host ms':>8s}")
+    print(f"{'shape':>10s} {'plan':>30s} {'call':>8s} {'eager':>8s} {'panels':>8s} {'trailing':>8s}"
+          f" {'host eager':>10s} {'host call':>9s}   (ms)")
     for shape in args.shapes.split(","):
         batch, n = map(int, shape.split("x"))
         a = torch.randn((batch, n, n), device="cuda")
-        sms, smem = submission._device_limits(a.device.index)
-        plan = submission.make_plan(batch, n, sms, smem)
-        row = [_time_ms(f, a, args.repeats) for f in (full, panel_only, trailing_only)]
-        host = _host_ms(full, a)
+        f = submission._factorization(batch, n, a.device)
+        real_trailing, real_panel = submission._apply_block_reflector, f.panel
+
+        def eager(_):
+            f.launch()
+
+        def panels_only(_):
+            submission._apply_block_reflector = lambda *args: None
+            try:
+                f.launch()
+            finally:
+                submission._apply_block_reflector = real_trailing
+
+        def trailing_only(_):
+            f.panel = lambda *args: None
+            try:
+                f.launch()
+            finally:
+                f.panel = real_panel
+
+        times = [_time_ms(fn, a, args.repeats) for fn in (f, eager, panels_only, trailing_only)]
+        hosts = [_host_ms(fn, a) for fn in (eager, f)]
+        plan = f.plan
         label = f"W={plan.width} G={plan.cluster} threads={plan.threads}"
-        print(f"{shape:>10s} {label:>44s} {row[0]:9.3f} {row[1]:9.3f} {row[2]:9.3f} {host:8.3f}", flush=True)
+        print(f"{shape:>10s} {label:>30s} " + " ".join(f"{t:8.3f}" for t in times)
+              + f" {hosts[0]:10.3f} {hosts[1]:9.3f}", flush=True)
     return 0
 
 
