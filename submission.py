@@ -70,7 +70,10 @@ MAX_CLUSTER = 16            # CTAs per matrix in a cluster panel (16 runs with t
 CLUSTER_FILL = 1.0          # give each matrix SMs/batch CTAs (rounded down to a power of two)
 SMEM_RESERVE = 4096         # bytes of shared memory kept for the kernel's small arrays
 SQUARE_THREADS = ((64, 128), (128, 256), (1 << 30, 512))   # (n <=, threads) of the square kernel
-PANEL_THREADS = 512         # threads of a panel CTA: 16 warps share the <= 31 trailing columns
+# threads of a panel CTA by cluster size (H200, panel time at 640x512 / 60x1024 / 8x2048):
+# one CTA per matrix needs <= 256 for two CTAs' registers per SM (5.4 vs 6.9 ms at 512);
+# 2-8 CTAs hold few rows and gain from 16 warps (4.7 vs 5.1 ms); at 16, 8 warps (11.5 vs 13.3 ms)
+PANEL_THREADS = ((1, 256), (8, 512), (MAX_CLUSTER, 256))
 PANEL_MAX_ROWS = 1024       # rows a panel CTA holds: 2 x 32 registers per lane for v and a column
 TRAIL_BLOCK_M = 64          # rows of a trailing-update tile
 TRAIL_BLOCK_N = 128         # columns of a trailing-update tile (128 beat 64 by ~8% at 640x512)
@@ -526,7 +529,7 @@ def make_plan(batch: int, n: int, sms: int, smem: int) -> Plan:
         if cluster == MAX_CLUSTER:
             raise ValueError(f"n={n} is too large for a {MAX_CLUSTER}-CTA cluster panel")
         cluster *= 2
-    return Plan(n, width, cluster, PANEL_THREADS)
+    return Plan(n, width, cluster, _pick(PANEL_THREADS, cluster))
 
 
 # ---------------------------------------------------------------------------
