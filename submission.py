@@ -87,15 +87,19 @@ WARP = 32
 # Triton: the compact-WY trailing update  C := C - V T^T V^T C
 # ---------------------------------------------------------------------------
 @triton.jit
+def _bf16_pair(x):
+    """x ~= hi + lo with hi = bf16(x) and lo = bf16(x - hi): 16 of float32's 24 mantissa bits."""
+    hi = x.to(tl.bfloat16)
+    return hi, (x - hi.to(tl.float32)).to(tl.bfloat16)
+
+
+@triton.jit
 def _dot_3xbf16(a, b, acc):
-    """acc + a @ b with float32 operands split into bf16 hi/lo parts (lo*lo dropped)."""
-    a_hi = a.to(tl.bfloat16)
-    a_lo = (a - a_hi.to(tl.float32)).to(tl.bfloat16)
-    b_hi = b.to(tl.bfloat16)
-    b_lo = (b - b_hi.to(tl.float32)).to(tl.bfloat16)
-    acc = tl.dot(a_lo, b_hi, acc)
-    acc = tl.dot(a_hi, b_lo, acc)
-    return tl.dot(a_hi, b_hi, acc)
+    """acc + a @ b on bf16 tensor cores: the small cross terms first, then hi*hi (lo*lo dropped)."""
+    a_big, a_small = _bf16_pair(a)
+    b_big, b_small = _bf16_pair(b)
+    cross = tl.dot(a_small, b_big, tl.dot(a_big, b_small, acc))
+    return tl.dot(a_big, b_big, cross)
 
 
 @triton.jit
@@ -202,9 +206,9 @@ if cutlass is not None:
         it updates in registers (`rows_per_lane` each), so an element costs
         one shared-memory load and one store per column step. Warp 0 updates
         column j+1 first and sums its next |x|^2 from those registers, so a
-        column costs one barrier: `sync_threads`
-        for one CTA, two cluster barriers (partial dot products, then the
-        next |x|^2) when rows are split, exchanged through `mScratch`.
+        column costs one barrier: `sync_threads` for one CTA, or two cluster
+        barriers (partial dot products, then the next |x|^2) when rows are
+        split, exchanged through `mScratch` (`scratch_slots` floats a CTA).
 
         Column j's tail keeps its raw x while column j is read as v; it is
         scaled into v (and beta stored on its diagonal) during column j+1.
@@ -222,8 +226,6 @@ if cutlass is not None:
             self.rows = -(-n // cluster)        # rows a CTA holds at most (panel at c = 0)
             self.ld = self.rows | 1
             self.rows_per_lane = -(-self.rows // WARP)
-            # scratch slots per CTA: |x|^2, alpha, width dot products, width^2 Gram entries
-            self.scratch_slots = 2 + width + width * width
 
         @cute.jit
         def __call__(self, mA: cute.Tensor, mH: cute.Tensor, mTau: cute.Tensor,
@@ -283,8 +285,8 @@ if cutlass is not None:
                     sP[r, k] = mA[b, r0 + r, c + k]
             cute.arch.sync_threads()
 
-            rV = cute.make_fragment(self.rows_per_lane, cutlass.Float32)   # v of column j
-            rA = cute.make_fragment(self.rows_per_lane, cutlass.Float32)   # the column being updated
+            rV = cute.make_rmem_tensor(self.rows_per_lane, cutlass.Float32)   # v of column j
+            rA = cute.make_rmem_tensor(self.rows_per_lane, cutlass.Float32)   # the column being updated
 
             # ----- publish |x|^2 and alpha of column 0 -----
             if warp == 0:
@@ -494,6 +496,11 @@ class Plan:
         return self.width == self.n
 
 
+def scratch_slots(width: int) -> int:
+    """Floats of cluster scratch a CTA publishes: |x|^2, alpha, width dot products, width^2 Gram entries."""
+    return 2 + width + width * width
+
+
 def panel_smem_bytes(n: int, width: int, cluster: int, form_t: bool) -> int:
     """Shared memory of a HouseholderPanel CTA (see its docstring for the layout)."""
     ld = -(-n // cluster) | 1
@@ -508,15 +515,17 @@ def _device_limits(device_index: int) -> tuple[int, int]:
     return props.multi_processor_count, smem
 
 
-def _pick(table, n: int) -> int:
-    return next(value for limit, value in table if n <= limit)
+def _pick(table, key: int) -> int:
+    """The value of the first `(limit, value)` row of `table` with key <= limit."""
+    return next(value for limit, value in table if key <= limit)
 
 
-def make_plan(batch: int, n: int, sms: int, smem: int) -> Plan:
+def make_plan(batch: int, n: int, sms: int, smem: int) -> Plan | None:
     """Square kernel while the matrix fits in shared memory, else blocked panels.
 
     The cluster size gives each matrix about SMs/batch CTAs (a power of two,
-    at most MAX_CLUSTER), and grows further until a CTA's rows fit.
+    at most MAX_CLUSTER), and grows further until a CTA's rows fit. None when
+    even MAX_CLUSTER CTAs cannot hold a panel (n > MAX_CLUSTER * PANEL_MAX_ROWS).
     """
     budget = smem - SMEM_RESERVE
     if panel_smem_bytes(n, n, 1, False) <= budget:
@@ -527,7 +536,7 @@ def make_plan(batch: int, n: int, sms: int, smem: int) -> Plan:
         cluster *= 2
     while panel_smem_bytes(n, width, cluster, True) > budget or -(-n // cluster) > PANEL_MAX_ROWS:
         if cluster == MAX_CLUSTER:
-            raise ValueError(f"n={n} is too large for a {MAX_CLUSTER}-CTA cluster panel")
+            return None
         cluster *= 2
     return Plan(n, width, cluster, _pick(PANEL_THREADS, cluster))
 
@@ -605,7 +614,7 @@ class Factorization:
         else:
             self.a = self.h
             t = self.t = torch.zeros((batch, width, width), **zeros)
-            scratch = torch.zeros((batch, plan.cluster, 2 + width + width * width), **zeros)
+            scratch = torch.zeros((batch, plan.cluster, scratch_slots(width)), **zeros)
             self.panels = [(c, _row_splits(batch, n, c, width, sms) if c + width < n else 0)
                            for c in range(0, n, width)]
             self.y = torch.zeros((max(s for _, s in self.panels) or 1, batch, width, max(n - width, 1)), **zeros)
@@ -682,12 +691,17 @@ def custom_kernel(data: input_t) -> output_t:
     """QR of each matrix of `data` (batch x n x n, float32, CUDA) as `(H, tau)` like torch.geqrf.
 
     Other inputs that torch.geqrf accepts (CPU tensors, float64, complex,
-    non-square or batched-differently shapes, empty tensors) are passed to it;
-    anything else raises TypeError/ValueError. `data` is never modified.
+    non-square or batched-differently shapes, empty tensors) are passed to it,
+    as is everything when the CUTLASS DSL is not installed and n beyond the
+    largest cluster panel (MAX_CLUSTER * PANEL_MAX_ROWS); anything else raises
+    TypeError/ValueError. `data` is never modified.
     """
     if not _fast_path_ok(data):
         return _fallback(data)
     batch, n, _ = data.shape
+    sms, smem = _device_limits(data.device.index)
+    if make_plan(batch, n, sms, smem) is None:
+        return torch.geqrf(data)
     with torch.cuda.device(data.device):
         return _factorization(batch, n, data.device)(data)
 

@@ -30,7 +30,7 @@ def _run_panel(h: torch.Tensor, plan: submission.Plan, c: int):
     batch, n, _ = h.shape
     tau = torch.zeros((batch, n), device=h.device)
     t = torch.zeros((batch, WIDTH, WIDTH), device=h.device)
-    scratch = torch.zeros((batch, plan.cluster, 2 + WIDTH + WIDTH * WIDTH), device=h.device)
+    scratch = torch.zeros((batch, plan.cluster, submission.scratch_slots(WIDTH)), device=h.device)
     stream = submission.cuda.CUstream(torch.cuda.current_stream().cuda_stream)
     args = (submission._cute_tensor(h), submission._cute_tensor(h), submission._cute_tensor(tau), submission._cute_tensor(t),
             submission._cute_tensor(scratch), submission.cutlass.Int32(c), stream)

@@ -57,6 +57,12 @@ def test_square_kernel_serves_every_n_that_fits_in_shared_memory():
     assert submission.panel_smem_bytes(square[-1] + 1, square[-1] + 1, 1, False) > budget
 
 
+def test_no_plan_beyond_the_largest_cluster_panel():
+    largest = submission.MAX_CLUSTER * submission.PANEL_MAX_ROWS
+    assert submission.make_plan(1, largest, H200_SMS, H200_SMEM) is not None
+    assert submission.make_plan(1, largest + 1, H200_SMS, H200_SMEM) is None
+
+
 def test_clusters_only_for_few_matrices():
     assert submission.make_plan(640, 512, H200_SMS, H200_SMEM).cluster == 1
     assert submission.make_plan(2, 4096, H200_SMS, H200_SMEM).cluster == submission.MAX_CLUSTER
