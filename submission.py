@@ -80,7 +80,13 @@ TRAIL_BLOCK_N = 128         # columns of a trailing-update tile (128 beat 64 by 
 TRAIL_WARPS = 4
 TRAIL_MIN_PROGRAMS = 2      # V^T C gets at least this many programs per SM (row splits if needed)
 MAX_CACHED_SHAPES = 16      # (device, batch, n) whose buffers and CUDA graph stay alive
+# |x|_2 is summed as is while max(|alpha|, |x|_inf) lies in this range (squares of up to
+# MAX_CLUSTER * PANEL_MAX_ROWS entries neither overflow nor lose bits to underflow), else
+# rescaled by it as LAPACK's nrm2 does
+NORM_SAFE_RANGE = (1e-16, 1e16)
 WARP = 32
+# slots of a CTA's cluster scratch (see scratch_slots)
+SLOT_NORM, SLOT_ALPHA, SLOT_MAX, SLOT_SCALED, SLOT_DOTS = 0, 1, 2, 3, 4
 
 
 # ---------------------------------------------------------------------------
@@ -274,7 +280,7 @@ if cutlass is not None:
             smem = SmemAllocator()
             sP = smem.allocate_tensor(cutlass.Float32, cute.make_layout((self.ld, W)), 16)
             sTau = smem.allocate_tensor(cutlass.Float32, cute.make_layout(W), 16)
-            sNext = smem.allocate_tensor(cutlass.Float32, cute.make_layout(4), 16)  # |x|^2, alpha by parity
+            sNext = smem.allocate_tensor(cutlass.Float32, cute.make_layout(6), 16)  # |x|^2, alpha, |x|_inf by parity
             if cutlass.const_expr(self.form_t):
                 sGram = smem.allocate_tensor(cutlass.Float32, cute.make_layout((W, W)), 16)
                 sT = smem.allocate_tensor(cutlass.Float32, cute.make_layout((W, W)), 16)  # sT[l, i] = T[i, l]
@@ -298,21 +304,31 @@ if cutlass is not None:
             scale_prev = cutlass.Float32(1.0)
             for j in cutlass.range(w):
                 d = c + j
-                # ----- reflector of column j from the published |x|^2 and alpha -----
+                # ----- reflector of column j from the published |x|^2, |x|_inf and alpha -----
                 xnorm2 = cutlass.Float32(0.0)
+                xmax = cutlass.Float32(0.0)
                 alpha = cutlass.Float32(0.0)
                 if cutlass.const_expr(G > 1):
                     for g in cutlass.range(G):
-                        xnorm2 = xnorm2 + mScratch[b, g, 0]
-                    alpha = mScratch[b, (d - c) // chunk, 1]
+                        xnorm2 = xnorm2 + mScratch[b, g, SLOT_NORM]
+                        xmax = cute.arch.fmax(xmax, mScratch[b, g, SLOT_MAX])
+                    alpha = mScratch[b, (d - c) // chunk, SLOT_ALPHA]
                 else:
-                    xnorm2 = sNext[2 * (j % 2)]
-                    alpha = sNext[2 * (j % 2) + 1]
+                    xnorm2 = sNext[3 * (j % 2)]
+                    alpha = sNext[3 * (j % 2) + 1]
+                    xmax = sNext[3 * (j % 2) + 2]
                 beta = alpha
                 tau = cutlass.Float32(0.0)
                 scale = cutlass.Float32(1.0)
-                if xnorm2 != 0.0:
-                    norm = cute.math.sqrt(alpha * alpha + xnorm2)
+                if xmax != 0.0:
+                    norm = cutlass.Float32(0.0)
+                    size = cute.arch.fmax(xmax, cute.arch.fmax(alpha, -alpha))
+                    if size >= NORM_SAFE_RANGE[0] and size <= NORM_SAFE_RANGE[1]:
+                        norm = cute.math.sqrt(alpha * alpha + xnorm2)
+                    else:
+                        ratio = alpha / size
+                        rescaled = self._rescaled_norm2(sP, mScratch, b, rank, r0, nloc, d, j, size, lane)
+                        norm = size * cute.math.sqrt(ratio * ratio + rescaled)
                     beta = -norm
                     if alpha < 0.0:
                         beta = norm
@@ -341,14 +357,14 @@ if cutlass is not None:
                         self._load_column(sP, rA, k, rstart, nloc, lane)
                         dot = self._warp_dot(rV, rA)
                         if lane == 0:
-                            mScratch[b, rank, 2 + k] = dot
+                            mScratch[b, rank, SLOT_DOTS + k] = dot
                     self._sync()
                 for k in cutlass.range(j + 1 + warp, w, NW):
                     self._load_column(sP, rA, k, rstart, nloc, lane)
                     dot = cutlass.Float32(0.0)
                     if cutlass.const_expr(G > 1):
                         for g in cutlass.range(G):
-                            dot = dot + mScratch[b, g, 2 + k]
+                            dot = dot + mScratch[b, g, SLOT_DOTS + k]
                     else:
                         dot = self._warp_dot(rV, rA)
                     coef = tau * dot
@@ -397,25 +413,53 @@ if cutlass is not None:
 
         @cute.jit
         def _publish_next(self, rA, sNext, mScratch, b, rank, r0, nloc, c, k, lane):
-            """Warp-wide, from rA = column k: publish |A[c+k+1:, k]|^2 (this CTA's part) and alpha = A[c+k, k]."""
+            """Warp-wide, from rA = column k: publish this CTA's part of |A[c+k+1:, k]|^2 and
+            of its largest magnitude, and alpha = A[c+k, k]."""
             d = c + k
             partial = cutlass.Float32(0.0)
+            largest = cutlass.Float32(0.0)
             for t in cutlass.range_constexpr(self.rows_per_lane):
                 r = lane + WARP * t
                 if r0 + r > d:
                     partial = partial + rA[t] * rA[t]
+                    largest = cute.arch.fmax(largest, cute.arch.fmax(rA[t], -rA[t]))
                 if r0 + r == d:
                     if r < nloc:
                         if cutlass.const_expr(self.cluster > 1):
-                            mScratch[b, rank, 1] = rA[t]
+                            mScratch[b, rank, SLOT_ALPHA] = rA[t]
                         else:
-                            sNext[2 * (k % 2) + 1] = rA[t]
+                            sNext[3 * (k % 2) + 1] = rA[t]
             partial = cute.arch.warp_reduction_sum(partial)
+            largest = cute.arch.warp_reduction_max(largest)
             if lane == 0:
                 if cutlass.const_expr(self.cluster > 1):
-                    mScratch[b, rank, 0] = partial
+                    mScratch[b, rank, SLOT_NORM] = partial
+                    mScratch[b, rank, SLOT_MAX] = largest
                 else:
-                    sNext[2 * (k % 2)] = partial
+                    sNext[3 * (k % 2)] = partial
+                    sNext[3 * (k % 2) + 2] = largest
+
+        @cute.jit
+        def _rescaled_norm2(self, sP, mScratch, b, rank, r0, nloc, d, j, size, lane):
+            """|A[d+1:, j] / size|^2, for columns whose squares would overflow or underflow.
+
+            Every warp sums the CTA's rows itself (no barrier); a cluster adds
+            its CTAs' parts through SLOT_SCALED after one more cluster barrier,
+            which every CTA reaches since all see the same published sizes.
+            """
+            partial = cutlass.Float32(0.0)
+            for r in cutlass.range(cutlass.max(d + 1 - r0, 0) + lane, nloc, WARP):
+                x = sP[r, j] / size
+                partial = partial + x * x
+            partial = cute.arch.warp_reduction_sum(partial)
+            if cutlass.const_expr(self.cluster > 1):
+                if cute.arch.thread_idx()[0] == 0:
+                    mScratch[b, rank, SLOT_SCALED] = partial
+                self._sync()
+                partial = cutlass.Float32(0.0)
+                for g in cutlass.range(self.cluster):
+                    partial = partial + mScratch[b, g, SLOT_SCALED]
+            return partial
 
         @cute.jit
         def _finish_column(self, sP, j, d, r0, nloc, beta, scale, tidx):
@@ -448,7 +492,7 @@ if cutlass is not None:
                     acc = cute.arch.warp_reduction_sum(acc)
                     if lane == 0:
                         if cutlass.const_expr(G > 1):
-                            mScratch[b, rank, 2 + W + p] = acc
+                            mScratch[b, rank, SLOT_DOTS + W + p] = acc
                         else:
                             sGram[i, j] = acc
             if cutlass.const_expr(G > 1):
@@ -458,7 +502,7 @@ if cutlass is not None:
                     j = p - i * w
                     total = cutlass.Float32(0.0)
                     for g in cutlass.range(G):
-                        total = total + mScratch[b, g, 2 + W + p]
+                        total = total + mScratch[b, g, SLOT_DOTS + W + p]
                     sGram[i, j] = total
             cute.arch.sync_threads()
 
@@ -497,8 +541,9 @@ class Plan:
 
 
 def scratch_slots(width: int) -> int:
-    """Floats of cluster scratch a CTA publishes: |x|^2, alpha, width dot products, width^2 Gram entries."""
-    return 2 + width + width * width
+    """Floats of cluster scratch a CTA publishes: |x|^2, alpha, |x|_inf, rescaled |x|^2,
+    width dot products, width^2 Gram entries."""
+    return SLOT_DOTS + width + width * width
 
 
 def panel_smem_bytes(n: int, width: int, cluster: int, form_t: bool) -> int:

@@ -113,6 +113,37 @@ def test_odd_shapes(batch, n):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("magnitude", [1e30, 1e-30])
+@pytest.mark.parametrize("batch,n", [(4, 32), (4, 200), (3, 512), (2, 1024), (1, 2048)])
+def test_extreme_magnitudes(batch, n, magnitude):
+    # squares of such entries overflow / underflow float32: the column norms must be rescaled
+    a = reference.generate_input(batch, n, 0, 17, "dense") * magnitude
+    _assert_factors(a, submission.custom_kernel(a))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("n", [32, 512])
+def test_magnitudes_mixed_in_one_batch(n):
+    a = reference.generate_input(4, n, 1, 23, "dense")
+    a *= torch.tensor([1.0, 1e30, 1e-30, 1e18], device=a.device)[:, None, None]
+    h, tau = submission.custom_kernel(a)
+    for b in range(4):
+        _assert_factors(a[b:b + 1], (h[b:b + 1], tau[b:b + 1]))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("n", [32, 512])
+def test_zero_matrix_and_zero_columns_give_tau_zero(n):
+    a = reference.generate_input(3, n, 0, 29, "dense")
+    a[0] = 0.0
+    a[1, :, n // 2:] = 0.0
+    h, tau = submission.custom_kernel(a)
+    assert torch.equal(h[0], a[0]) and torch.equal(tau[0], torch.zeros_like(tau[0]))
+    assert torch.equal(tau[1, n // 2:], torch.zeros_like(tau[1, n // 2:]))
+    _assert_factors(a[1:], (h[1:], tau[1:]))
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("batch,n", [(20, 32), (40, 176), (40, 352), (16, 512), (4, 1024), (2, 2048)])
 def test_agrees_with_geqrf(batch, n):
     a = reference.generate_input(batch, n, 0, 7, "dense")
