@@ -35,7 +35,6 @@ import reference  # noqa: E402
 import utils  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results"
-SEED_STEP = 42
 
 
 # ---------------------------------------------------------------------------
@@ -86,7 +85,7 @@ def _inputs(args: dict) -> list[torch.Tensor]:
     args = dict(args)
     inputs = []
     for _ in range(harness.input_count(args["batch"], args["n"])):
-        args["seed"] += SEED_STEP
+        args["seed"] += harness.SEED_STEP
         inputs.append(reference.generate_input(**args))
     return inputs
 
