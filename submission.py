@@ -70,6 +70,7 @@ MAX_CLUSTER = 16            # CTAs per matrix in a cluster panel (16 runs with t
 CLUSTER_FILL = 1.0          # give each matrix SMs/batch CTAs (rounded down to a power of two)
 SMEM_RESERVE = 4096         # bytes of shared memory kept for the kernel's small arrays
 SQUARE_THREADS = ((64, 128), (128, 256), (1 << 30, 512))   # (n <=, threads) of the square kernel
+SQUARE_STEP = 8             # a square kernel is compiled for n rounded up to this and serves all n below
 # threads of a panel CTA by cluster size (H200, panel time at 640x512 / 60x1024 / 8x2048):
 # one CTA per matrix needs <= 256 for two CTAs' registers per SM (5.4 vs 6.9 ms at 512);
 # 2-8 CTAs hold few rows and gain from 16 warps (4.7 vs 5.1 ms); at 16, 8 warps (11.5 vs 13.3 ms)
@@ -79,14 +80,72 @@ TRAIL_BLOCK_M = 64          # rows of a trailing-update tile
 TRAIL_BLOCK_N = 128         # columns of a trailing-update tile (128 beat 64 by ~8% at 640x512)
 TRAIL_WARPS = 4
 TRAIL_MIN_PROGRAMS = 2      # V^T C gets at least this many programs per SM (row splits if needed)
-MAX_CACHED_SHAPES = 16      # (device, batch, n) whose buffers and CUDA graph stay alive
+MAX_CACHED_SHAPES = 16      # (device, batch, n) whose buffers and CUDA graph stay alive ...
+MAX_CACHED_BYTES = 2 << 30  # ... while their buffers take at most this much device memory
+CAPTURE_MODE = "thread_local"   # other threads' CUDA calls are not captured and not refused
+CAPTURE_ATTEMPTS = 3        # graph captures tried per shape before it stays on eager launches
 # |x|_2 is summed as is while max(|alpha|, |x|_inf) lies in this range (squares of up to
 # MAX_CLUSTER * PANEL_MAX_ROWS entries neither overflow nor lose bits to underflow), else
 # rescaled by it as LAPACK's nrm2 does
 NORM_SAFE_RANGE = (1e-16, 1e16)
+# outside that range v = (x * lift) / ((alpha - beta) * lift) with lift = 2^64 or 2^-64, so that
+# 1 / (alpha - beta) cannot overflow (subnormal columns) or underflow
+NORM_LIFT = 2.0 ** 64
+# blocked path: a matrix whose largest entry is below 2^TINY_EXPONENT is lifted to [1, 2) first, as
+# the tensor cores' bf16 products would lose its (subnormal) low parts; R is scaled back at the end
+TINY_EXPONENT = tl.constexpr(-64)
+STAGE_BLOCK = (32, 128)     # rows x columns of a staging / lift tile
+STAGE_UNROLL = 4            # panel rows a warp loads before the first lands in shared memory
 WARP = 32
 # slots of a CTA's cluster scratch (see scratch_slots)
 SLOT_NORM, SLOT_ALPHA, SLOT_MAX, SLOT_SCALED, SLOT_DOTS = 0, 1, 2, 3, 4
+
+
+# ---------------------------------------------------------------------------
+# Triton: staging for the blocked path, and the lift of tiny matrices
+# ---------------------------------------------------------------------------
+@triton.jit
+def _stage_input_kernel(
+    a_ptr, h_ptr, size_ptr, n,
+    stride_ab, stride_ar, stride_ac,
+    BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr,
+):
+    """H[b] := A[b] (any strides), size[b] := max(size[b], |A[b]|_max) over the tile."""
+    pid_r = tl.program_id(0)
+    pid_c = tl.program_id(1)
+    b = tl.program_id(2).to(tl.int64)
+    rows = pid_r * BLOCK_R + tl.arange(0, BLOCK_R)
+    cols = pid_c * BLOCK_C + tl.arange(0, BLOCK_C)
+    mask = (rows[:, None] < n) & (cols[None, :] < n)
+    x = tl.load(a_ptr + b * stride_ab + rows[:, None] * stride_ar + cols[None, :] * stride_ac, mask=mask, other=0.0)
+    tl.store(h_ptr + b * n * n + rows[:, None] * n + cols[None, :], x, mask=mask)
+    tl.atomic_max(size_ptr + b, tl.max(tl.max(tl.abs(x), axis=1), axis=0))
+
+
+@triton.jit
+def _lift_kernel(h_ptr, size_ptr, n, INVERSE: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
+    """H[b] *= 2^k_b, or R[b] = triu(H[b]) *= 2^-k_b if INVERSE, for matrices with |A[b]|_max < 2^TINY_EXPONENT.
+
+    k_b = min(126, -floor(log2 |A[b]|_max)) brings the largest entry to [1, 2) (from bit patterns:
+    exact, subnormals included); k_b = 0 (no memory touched) for every other matrix. QR(2^k A) =
+    Q (2^k R) with the same v and tau, so only R is scaled back.
+    """
+    pid_r = tl.program_id(0)
+    pid_c = tl.program_id(1)
+    b = tl.program_id(2).to(tl.int64)
+    biased = (tl.load(size_ptr + b).to(tl.int32, bitcast=True) >> 23) & 0xFF      # exponent + 127
+    k = tl.where(biased < TINY_EXPONENT + 127, tl.minimum(127 - biased, 126), 0)
+    if INVERSE:
+        k = -k
+    factor = ((k + 127) << 23).to(tl.float32, bitcast=True)                    # 2^k, exactly
+    rows = pid_r * BLOCK_R + tl.arange(0, BLOCK_R)
+    cols = pid_c * BLOCK_C + tl.arange(0, BLOCK_C)
+    extent = tl.where(k != 0, n, 0)                         # nothing to touch when k = 0
+    mask = (rows[:, None] < extent) & (cols[None, :] < extent)
+    if INVERSE:
+        mask &= rows[:, None] <= cols[None, :]
+    ptrs = h_ptr + b * n * n + rows[:, None] * n + cols[None, :]
+    tl.store(ptrs, tl.load(ptrs, mask=mask) * factor, mask=mask)
 
 
 # ---------------------------------------------------------------------------
@@ -220,18 +279,19 @@ if cutlass is not None:
         scaled into v (and beta stored on its diagonal) during column j+1.
 
         Shared memory: ld * width floats of panel, plus width^2 (Gram) and
-        width^2 (T) when `form_t`, plus a few scalars.
+        width^2 (T) when `form_t`, plus a few scalars. n is a run-time size:
+        one compiled kernel serves every n with ceil(n / cluster) <= rows
+        (and n <= width for a square plan).
         """
 
-        def __init__(self, n: int, width: int, cluster: int, threads: int, form_t: bool):
-            self.n = n
+        def __init__(self, rows: int, width: int, cluster: int, threads: int, form_t: bool):
+            self.rows = rows                    # rows a CTA can hold; n is read from mH at run time
             self.width = width
             self.cluster = cluster
             self.threads = threads
             self.form_t = form_t
-            self.rows = -(-n // cluster)        # rows a CTA holds at most (panel at c = 0)
-            self.ld = self.rows | 1
-            self.rows_per_lane = -(-self.rows // WARP)
+            self.ld = rows | 1
+            self.rows_per_lane = -(-rows // WARP)
 
         @cute.jit
         def __call__(self, mA: cute.Tensor, mH: cute.Tensor, mTau: cute.Tensor,
@@ -261,7 +321,7 @@ if cutlass is not None:
             W = self.width
             G = self.cluster
             NW = self.threads // WARP
-            n = self.n
+            n = mH.shape[1]
             tidx, _, _ = cute.arch.thread_idx()
             lane = tidx % WARP
             warp = tidx // WARP
@@ -285,10 +345,15 @@ if cutlass is not None:
                 sGram = smem.allocate_tensor(cutlass.Float32, cute.make_layout((W, W)), 16)
                 sT = smem.allocate_tensor(cutlass.Float32, cute.make_layout((W, W)), 16)  # sT[l, i] = T[i, l]
 
-            # ----- stage A[r0:r0+nloc, c:c+w] -----
-            for r in cutlass.range(warp, nloc, NW):
-                for k in cutlass.range(lane, w, WARP):
-                    sP[r, k] = mA[b, r0 + r, c + k]
+            # ----- stage A[r0:r0+nloc, c:c+w], a row per warp (unrolled: several loads in flight) -----
+            if cutlass.const_expr(W <= WARP):
+                for r in cutlass.range(warp, nloc, NW, unroll=STAGE_UNROLL):
+                    if lane < w:
+                        sP[r, lane] = mA[b, r0 + r, c + lane]
+            else:
+                for r in cutlass.range(warp, nloc, NW):
+                    for k in cutlass.range(lane, w, WARP):
+                        sP[r, k] = mA[b, r0 + r, c + k]
             cute.arch.sync_threads()
 
             rV = cute.make_rmem_tensor(self.rows_per_lane, cutlass.Float32)   # v of column j
@@ -301,6 +366,7 @@ if cutlass is not None:
             self._sync()
 
             beta_prev = cutlass.Float32(0.0)
+            lift_prev = cutlass.Float32(1.0)
             scale_prev = cutlass.Float32(1.0)
             for j in cutlass.range(w):
                 d = c + j
@@ -319,6 +385,7 @@ if cutlass is not None:
                     xmax = sNext[3 * (j % 2) + 2]
                 beta = alpha
                 tau = cutlass.Float32(0.0)
+                lift = cutlass.Float32(1.0)       # v = (x * lift) * scale
                 scale = cutlass.Float32(1.0)
                 if xmax != 0.0:
                     norm = cutlass.Float32(0.0)
@@ -329,11 +396,14 @@ if cutlass is not None:
                         ratio = alpha / size
                         rescaled = self._rescaled_norm2(sP, mScratch, b, rank, r0, nloc, d, j, size, lane)
                         norm = size * cute.math.sqrt(ratio * ratio + rescaled)
+                        lift = NORM_LIFT
+                        if size > 1.0:
+                            lift = 1.0 / NORM_LIFT
                     beta = -norm
                     if alpha < 0.0:
                         beta = norm
                     tau = (beta - alpha) / beta
-                    scale = 1.0 / (alpha - beta)
+                    scale = 1.0 / ((alpha - beta) * lift)
                 if tidx == 0:
                     sTau[j] = tau
                     if rank == 0:
@@ -341,14 +411,14 @@ if cutlass is not None:
 
                 # ----- column j-1: raw x -> v, alpha -> beta -----
                 if j > 0:
-                    self._finish_column(sP, j - 1, c + j - 1, r0, nloc, beta_prev, scale_prev, tidx)
+                    self._finish_column(sP, j - 1, c + j - 1, r0, nloc, beta_prev, lift_prev, scale_prev, tidx)
 
                 # ----- A[d:, k] -= tau (v^T A[d:, k]) v for panel columns k > j -----
                 rstart = cutlass.max(d - r0, 0)
                 if j + 1 + warp < w:
                     self._load_column(sP, rV, j, rstart, nloc, lane)
                     for t in cutlass.range_constexpr(self.rows_per_lane):
-                        v = rV[t] * scale
+                        v = rV[t] * lift * scale
                         if r0 + lane + WARP * t == d:
                             v = cutlass.Float32(1.0)
                         rV[t] = v
@@ -379,9 +449,10 @@ if cutlass is not None:
                         self._publish_next(rA, sNext, mScratch, b, rank, r0, nloc, c, k, lane)
                 self._sync()
                 beta_prev = beta
+                lift_prev = lift
                 scale_prev = scale
 
-            self._finish_column(sP, w - 1, c + w - 1, r0, nloc, beta_prev, scale_prev, tidx)
+            self._finish_column(sP, w - 1, c + w - 1, r0, nloc, beta_prev, lift_prev, scale_prev, tidx)
             cute.arch.sync_threads()
 
             # ----- write the factored panel back -----
@@ -390,7 +461,7 @@ if cutlass is not None:
                     mH[b, r0 + r, c + k] = sP[r, k]
 
             if cutlass.const_expr(self.form_t):
-                self._form_t(sP, sTau, sGram, sT, mT, mScratch, b, rank, r0, nloc, c, w, tidx, lane, warp)
+                self._form_t(sP, sTau, sGram, sT, rV, rA, mT, mScratch, b, rank, r0, nloc, c, w, tidx, lane, warp)
 
         @cute.jit
         def _load_column(self, sP, rX, k, rlo, nloc, lane):
@@ -462,61 +533,65 @@ if cutlass is not None:
             return partial
 
         @cute.jit
-        def _finish_column(self, sP, j, d, r0, nloc, beta, scale, tidx):
-            """Column j: x below the diagonal d becomes v = x * scale; the diagonal becomes beta."""
+        def _finish_column(self, sP, j, d, r0, nloc, beta, lift, scale, tidx):
+            """Column j: x below the diagonal d becomes v = (x * lift) * scale; the diagonal becomes beta."""
             for r in cutlass.range(cutlass.max(d - r0, 0) + tidx, nloc, self.threads):
                 if r0 + r == d:
                     sP[r, j] = beta
                 else:
-                    sP[r, j] = sP[r, j] * scale
+                    sP[r, j] = sP[r, j] * lift * scale
 
         @cute.jit
-        def _form_t(self, sP, sTau, sGram, sT, mT, mScratch, b, rank, r0, nloc, c, w, tidx, lane, warp):
-            """T := larft(V, tau): T[i, i] = tau_i, T[i, j] = -tau_j sum_{l=i..j-1} T[i, l] (V^T V)[l, j]."""
+        def _form_t(self, sP, sTau, sGram, sT, rV, rA, mT, mScratch, b, rank, r0, nloc, c, w, tidx, lane, warp):
+            """T := larft(V, tau): T[i, i] = tau_i, T[i, j] = -tau_j sum_{l=i..j-1} T[i, l] (V^T V)[l, j].
+
+            A warp forms column j of the Gram matrix (j = warp, warp + NW, ...)
+            with v_j in registers; rows of T are independent, so thread i
+            runs row i's recurrence, unrolled, through sT.
+            """
             W = self.width
             G = self.cluster
             NW = self.threads // WARP
 
             # ----- (V^T V)[i, j] for i < j over this CTA's rows (v_j is 0 above c + j, 1 on it) -----
-            for p in cutlass.range(warp, w * w, NW):
-                i = p // w
-                j = p - i * w
-                if i < j:
-                    d = c + j
-                    acc = cutlass.Float32(0.0)
-                    for r in cutlass.range(cutlass.max(d - r0, 0) + lane, nloc, WARP):
-                        vj = sP[r, j]
-                        if r0 + r == d:
-                            vj = cutlass.Float32(1.0)
-                        acc = acc + sP[r, i] * vj
-                    acc = cute.arch.warp_reduction_sum(acc)
+            for j in cutlass.range(1 + warp, w, NW):
+                d = c + j
+                rlo = cutlass.max(d - r0, 0)
+                self._load_column(sP, rV, j, rlo, nloc, lane)
+                for t in cutlass.range_constexpr(self.rows_per_lane):
+                    if r0 + lane + WARP * t == d:
+                        rV[t] = cutlass.Float32(1.0)
+                for i in cutlass.range(j):
+                    self._load_column(sP, rA, i, rlo, nloc, lane)
+                    dot = self._warp_dot(rV, rA)
                     if lane == 0:
                         if cutlass.const_expr(G > 1):
-                            mScratch[b, rank, SLOT_DOTS + W + p] = acc
+                            mScratch[b, rank, SLOT_DOTS + W + i * W + j] = dot
                         else:
-                            sGram[i, j] = acc
+                            sGram[i, j] = dot
             if cutlass.const_expr(G > 1):
                 self._sync()
-                for p in cutlass.range(tidx, w * w, self.threads):
-                    i = p // w
-                    j = p - i * w
-                    total = cutlass.Float32(0.0)
-                    for g in cutlass.range(G):
-                        total = total + mScratch[b, g, SLOT_DOTS + W + p]
-                    sGram[i, j] = total
+                for p in cutlass.range(tidx, W * W, self.threads):
+                    i = p // W
+                    j = p - i * W
+                    if i < j and j < w:
+                        total = cutlass.Float32(0.0)
+                        for g in cutlass.range(G):
+                            total = total + mScratch[b, g, SLOT_DOTS + W + p]
+                        sGram[i, j] = total
             cute.arch.sync_threads()
 
-            # ----- row i of T, one thread per row -----
+            # ----- row i of T, thread i (T[i, l] = 0 for l < i, so the sums start at 0) -----
             if rank == 0:
                 if tidx < w:
                     i = tidx
                     for j in cutlass.range(w):
                         t = cutlass.Float32(0.0)
                         if j == i:
-                            t = sTau[i]
+                            t = sTau[j]
                         if j > i:
                             s = cutlass.Float32(0.0)
-                            for l in cutlass.range(i, j):
+                            for l in cutlass.range(i, j, unroll=4):
                                 s = s + sT[l, i] * sGram[l, j]
                             t = -sTau[j] * s
                         sT[j, i] = t
@@ -528,16 +603,18 @@ if cutlass is not None:
 # ---------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Plan:
-    """Compile-time choices for one (batch, n): a square kernel when width == n."""
+    """Compile-time choices for one (batch, n), shared by every n they cover.
 
-    n: int
+    A CTA holds up to `rows` rows of a panel `width` columns wide. `square`:
+    the panel is the whole matrix (n <= width = rows, one launch), else
+    panels of PANEL_WIDTH columns over clusters of `cluster` CTAs.
+    """
+
+    square: bool
     width: int
+    rows: int
     cluster: int
     threads: int
-
-    @property
-    def square(self) -> bool:
-        return self.width == self.n
 
 
 def scratch_slots(width: int) -> int:
@@ -546,10 +623,9 @@ def scratch_slots(width: int) -> int:
     return SLOT_DOTS + width + width * width
 
 
-def panel_smem_bytes(n: int, width: int, cluster: int, form_t: bool) -> int:
+def panel_smem_bytes(rows: int, width: int, form_t: bool) -> int:
     """Shared memory of a HouseholderPanel CTA (see its docstring for the layout)."""
-    ld = -(-n // cluster) | 1
-    return 4 * (ld * width + (2 * width * width if form_t else 0) + width + 4)
+    return 4 * ((rows | 1) * width + (2 * width * width if form_t else 0) + width + 6)
 
 
 @lru_cache(maxsize=None)
@@ -565,6 +641,16 @@ def _pick(table, key: int) -> int:
     return next(value for limit, value in table if key <= limit)
 
 
+def _round_up(x: int, step: int) -> int:
+    return -(-x // step) * step
+
+
+def blocked_plan(n: int, cluster: int) -> Plan:
+    """PANEL_WIDTH-column panels of n rows, split by rows over `cluster` CTAs."""
+    rows = _round_up(-(-n // cluster), WARP)
+    return Plan(False, PANEL_WIDTH, rows, cluster, _pick(PANEL_THREADS, cluster))
+
+
 def make_plan(batch: int, n: int, sms: int, smem: int) -> Plan | None:
     """Square kernel while the matrix fits in shared memory, else blocked panels.
 
@@ -573,37 +659,36 @@ def make_plan(batch: int, n: int, sms: int, smem: int) -> Plan | None:
     even MAX_CLUSTER CTAs cannot hold a panel (n > MAX_CLUSTER * PANEL_MAX_ROWS).
     """
     budget = smem - SMEM_RESERVE
-    if panel_smem_bytes(n, n, 1, False) <= budget:
-        return Plan(n, n, 1, _pick(SQUARE_THREADS, n))
-    width = PANEL_WIDTH
+    size = _round_up(n, SQUARE_STEP)
+    if panel_smem_bytes(size, size, False) <= budget:
+        return Plan(True, size, size, 1, _pick(SQUARE_THREADS, size))
     cluster = 1
     while cluster * 2 <= min(MAX_CLUSTER, CLUSTER_FILL * sms / batch):
         cluster *= 2
-    while panel_smem_bytes(n, width, cluster, True) > budget or -(-n // cluster) > PANEL_MAX_ROWS:
-        if cluster == MAX_CLUSTER:
+    plan = blocked_plan(n, cluster)
+    while panel_smem_bytes(plan.rows, plan.width, True) > budget or plan.rows > PANEL_MAX_ROWS:
+        if plan.cluster == MAX_CLUSTER:
             return None
-        cluster *= 2
-    return Plan(n, width, cluster, _pick(PANEL_THREADS, cluster))
+        plan = blocked_plan(n, plan.cluster * 2)
+    return plan
 
 
 # ---------------------------------------------------------------------------
-# Compile cache (keyed by compile-time values; batch is a runtime size)
+# Compile cache (keyed by Plan; batch and n are run-time sizes)
 # ---------------------------------------------------------------------------
-_COMPILED: dict = {}
+_COMPILED: dict = {}        # Plan -> compiled HouseholderPanel
 
 
 def _cute_tensor(t: torch.Tensor):
-    """CuTe view of a contiguous tensor whose leading (batch) extent is dynamic."""
-    return from_dlpack(t, assumed_align=16).mark_compact_shape_dynamic(
-        mode=0, stride_order=tuple(range(t.dim())))
+    """CuTe view of a contiguous tensor whose extents and outer strides are run-time values."""
+    return from_dlpack(t, assumed_align=16).mark_layout_dynamic(leading_dim=t.dim() - 1)
 
 
 def _panel_kernel(plan: Plan, args: tuple):
-    key = (plan.n, plan.width, plan.cluster, plan.threads)
-    fn = _COMPILED.get(key)
+    fn = _COMPILED.get(plan)
     if fn is None:
-        panel = HouseholderPanel(plan.n, plan.width, plan.cluster, plan.threads, not plan.square)
-        fn = _COMPILED[key] = cute.compile(panel, *args)
+        panel = HouseholderPanel(plan.rows, plan.width, plan.cluster, plan.threads, not plan.square)
+        fn = _COMPILED[plan] = cute.compile(panel, *args)
     return fn
 
 
@@ -615,6 +700,23 @@ def _row_splits(batch: int, n: int, c: int, width: int, sms: int) -> int:
     programs = batch * triton.cdiv(n - c - width, TRAIL_BLOCK_N)
     splits = triton.cdiv(TRAIL_MIN_PROGRAMS * sms, programs)
     return max(1, min(splits, triton.cdiv(n - c, TRAIL_BLOCK_M)))
+
+
+def _stage_grid(batch: int, n: int) -> tuple[int, int, int]:
+    return triton.cdiv(n, STAGE_BLOCK[0]), triton.cdiv(n, STAGE_BLOCK[1]), batch
+
+
+def _stage_input(a, h, size):
+    """h := a (any strides) and size[b] := max(size[b], max |a[b]|); size starts at 0."""
+    batch, n, _ = h.shape
+    _stage_input_kernel[_stage_grid(batch, n)](
+        a, h, size, n, a.stride(0), a.stride(1), a.stride(2), BLOCK_R=STAGE_BLOCK[0], BLOCK_C=STAGE_BLOCK[1])
+
+
+def _lift(h, size, inverse: bool):
+    """Scale tiny matrices of h up before the factorization, or their R back down after it."""
+    batch, n, _ = h.shape
+    _lift_kernel[_stage_grid(batch, n)](h, size, n, INVERSE=inverse, BLOCK_R=STAGE_BLOCK[0], BLOCK_C=STAGE_BLOCK[1])
 
 
 def _apply_block_reflector(h, y, t, c: int, width: int, splits: int):
@@ -636,13 +738,16 @@ def _apply_block_reflector(h, y, t, c: int, width: int, splits: int):
 class Factorization:
     """Buffers, kernels and CUDA graph that factor batches of one (device, batch, n).
 
-    `launch()` queues the whole factorization of `self.a` on the current
-    stream: for a square plan one kernel reads `a` and writes `h`; otherwise
-    `a` is `h` and each panel is factored in place, then its block reflector
-    is applied to the trailing columns. The sequence is captured once in a
-    CUDA graph, so a call costs one copy in, one replay and two copies out
-    whatever the number of panels. Calls are ordered through `done`, so two
-    streams never share the buffers at the same time.
+    `launch()` queues the whole factorization of `self.h`, in place, on the
+    current stream: one kernel for a square plan; otherwise each panel is
+    factored, then its block reflector is applied to the trailing columns.
+    The sequence is captured once in a CUDA graph, so a call costs one copy
+    in, one replay and two copies out whatever the number of panels. Calls
+    are ordered through `done`, so two streams never share the buffers at
+    the same time. The buffers hold `nbytes` of device memory, about the
+    input's size (plus V^T C partials for blocked plans). Blocked plans stage
+    the input with a kernel that also finds each matrix's largest entry, so
+    that tiny matrices are lifted before the tensor-core updates (`_lift`).
     """
 
     def __init__(self, batch: int, n: int, device: torch.device):
@@ -653,42 +758,72 @@ class Factorization:
         self.h = torch.zeros((batch, n, n), **zeros)
         self.tau = torch.zeros((batch, n), **zeros)
         if plan.square:
-            self.a = torch.zeros_like(self.h)
-            t = scratch = torch.zeros((batch, 2, 2), **zeros)     # not read by a square plan
+            self.t = scratch = self.y = torch.zeros((batch, 1, 1), **zeros)     # not read by a square plan
             self.panels = [(0, 0)]
         else:
-            self.a = self.h
-            t = self.t = torch.zeros((batch, width, width), **zeros)
+            self.size = torch.zeros(batch, **zeros)         # max |a[b]|, reset to 0 at the end of launch()
+            self.t = torch.zeros((batch, width, width), **zeros)
             scratch = torch.zeros((batch, plan.cluster, scratch_slots(width)), **zeros)
             self.panels = [(c, _row_splits(batch, n, c, width, sms) if c + width < n else 0)
                            for c in range(0, n, width)]
             self.y = torch.zeros((max(s for _, s in self.panels) or 1, batch, width, max(n - width, 1)), **zeros)
-        # separate wrappers for a and h, also when they are one tensor (one CuTe object passed twice reads as zeros)
-        self.cute_args = (_cute_tensor(self.a), _cute_tensor(self.h), _cute_tensor(self.tau),
-                          _cute_tensor(t), _cute_tensor(scratch))
+        self.nbytes = sum(x.numel() * x.element_size() for x in {self.h, self.tau, self.t, scratch, self.y})
+        # the kernel reads its input (mA) and writes its output (mH) through two wrappers of h:
+        # one CuTe object passed twice reads as zeros
+        self.cute_args = (_cute_tensor(self.h), _cute_tensor(self.h), _cute_tensor(self.tau),
+                          _cute_tensor(self.t), _cute_tensor(scratch))
         stream = cuda.CUstream(torch.cuda.current_stream(device).cuda_stream)
         self.panel = _panel_kernel(plan, (*self.cute_args, cutlass.Int32(0), stream))
         self.lock = threading.Lock()
         self.done = torch.cuda.Event()
 
         self.launch()                         # first run outside the graph: JIT, module loads
-        self.graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(self.graph):
-            self.launch()
+        self.captures_left = CAPTURE_ATTEMPTS
+        self.graph = self._capture()
+
+    def _capture(self) -> torch.cuda.CUDAGraph | None:
+        """The launch sequence as a CUDA graph, or None if another thread's CUDA call broke the capture."""
+        self.captures_left -= 1
+        stream = torch.cuda.current_stream()
+        graph = torch.cuda.CUDAGraph()
+        try:
+            with torch.cuda.graph(graph, capture_error_mode=CAPTURE_MODE):
+                self.launch()
+        except Exception:       # the kernels ran eagerly just before: this is the capture's failure
+            torch.cuda.set_stream(stream)       # a failed capture_end leaves the capture stream current
+            return None
+        return graph
+
+    def stage(self, data: torch.Tensor) -> None:
+        """Copy the input into h (and, for blocked plans, find each matrix's largest entry)."""
+        if self.plan.square:
+            self.h.copy_(data)
+        else:
+            _stage_input(data, self.h, self.size)
 
     def launch(self) -> None:
         stream = cuda.CUstream(torch.cuda.current_stream().cuda_stream)
+        if not self.plan.square:
+            _lift(self.h, self.size, inverse=False)
         for c, splits in self.panels:
             self.panel(*self.cute_args, cutlass.Int32(c), stream)
             if splits:
                 _apply_block_reflector(self.h, self.y, self.t, c, self.plan.width, splits)
+        if not self.plan.square:
+            _lift(self.h, self.size, inverse=True)
+            self.size.zero_()
 
     def __call__(self, data: torch.Tensor) -> output_t:
         with self.lock:
             stream = torch.cuda.current_stream()
             stream.wait_event(self.done)
-            self.a.copy_(data)
-            self.graph.replay()
+            if self.graph is None and self.captures_left > 0:
+                self.graph = self._capture()
+            self.stage(data)
+            if self.graph is None:
+                self.launch()
+            else:
+                self.graph.replay()
             out = self.h.clone(), self.tau.clone()
             self.done.record(stream)
         return out
@@ -698,15 +833,27 @@ _FACTORIZATIONS: OrderedDict = OrderedDict()   # (device, batch, n) -> Factoriza
 _FACTORIZATIONS_LOCK = threading.Lock()
 
 
-def _factorization(batch: int, n: int, device: torch.device) -> Factorization:
+def _factorization(batch: int, n: int, device: torch.device) -> Factorization | None:
+    """The cached Factorization of (device, batch, n), built on first use; None when no plan fits.
+
+    Least recently used shapes are dropped beyond MAX_CACHED_SHAPES or
+    MAX_CACHED_BYTES of buffers; the newest always stays.
+    """
     key = (device.index, batch, n)
     with _FACTORIZATIONS_LOCK:
         f = _FACTORIZATIONS.get(key)
-        if f is None:
-            f = _FACTORIZATIONS[key] = Factorization(batch, n, device)
-            if len(_FACTORIZATIONS) > MAX_CACHED_SHAPES:
-                _FACTORIZATIONS.popitem(last=False)
-        _FACTORIZATIONS.move_to_end(key)
+        if f is not None:
+            _FACTORIZATIONS.move_to_end(key)
+            return f
+        sms, smem = _device_limits(device.index)
+        if make_plan(batch, n, sms, smem) is None:
+            return None
+        f = _FACTORIZATIONS[key] = Factorization(batch, n, device)
+        while len(_FACTORIZATIONS) > 1 and (
+                len(_FACTORIZATIONS) > MAX_CACHED_SHAPES
+                or sum(g.nbytes for g in _FACTORIZATIONS.values()) > MAX_CACHED_BYTES):
+            _, dropped = _FACTORIZATIONS.popitem(last=False)
+            dropped.done.synchronize()          # its last call may still run on another stream
         return f
 
 
@@ -735,20 +882,20 @@ def _fallback(data) -> output_t:
 def custom_kernel(data: input_t) -> output_t:
     """QR of each matrix of `data` (batch x n x n, float32, CUDA) as `(H, tau)` like torch.geqrf.
 
-    Other inputs that torch.geqrf accepts (CPU tensors, float64, complex,
-    non-square or batched-differently shapes, empty tensors) are passed to it,
-    as is everything when the CUTLASS DSL is not installed and n beyond the
-    largest cluster panel (MAX_CLUSTER * PANEL_MAX_ROWS); anything else raises
-    TypeError/ValueError. `data` is never modified.
+    Fast path: a CUDA float32 tensor of shape (batch, n, n) with batch >= 1
+    and 1 <= n <= MAX_CLUSTER * PANEL_MAX_ROWS, any strides. Other inputs
+    that torch.geqrf accepts (CPU tensors, float64, complex, 2-D or 4-D+
+    batches, non-square or empty tensors, larger n, or any input when the
+    CUTLASS DSL is missing) are passed to it; float16, bfloat16, integer and
+    bool tensors, fewer than two dimensions and non-tensors raise
+    ValueError/TypeError. `data` is never modified; the outputs are fresh.
     """
     if not _fast_path_ok(data):
         return _fallback(data)
     batch, n, _ = data.shape
-    sms, smem = _device_limits(data.device.index)
-    if make_plan(batch, n, sms, smem) is None:
-        return torch.geqrf(data)
     with torch.cuda.device(data.device):
-        return _factorization(batch, n, data.device)(data)
+        f = _factorization(batch, n, data.device)
+        return torch.geqrf(data) if f is None else f(data)
 
 
 # ---------------------------------------------------------------------------

@@ -46,7 +46,7 @@ def test_panel_matches_geqrf_and_forms_t(batch, n, cluster, c):
     torch.manual_seed(n + c)
     a = torch.randn((batch, n, n), device="cuda")
     h = a.clone()
-    plan = submission.Plan(n, WIDTH, cluster, submission._pick(submission.PANEL_THREADS, cluster))
+    plan = submission.blocked_plan(n, cluster)
     tau, t = _run_panel(h, plan, c)
     w = min(WIDTH, n - c)
 

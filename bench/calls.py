@@ -1,0 +1,77 @@
+"""Host time and GPU time of one call, and of its parts, for small shapes.
+
+    python bench/calls.py [--shapes 20x32,40x176] [--calls 500]
+
+Host time: the mean over --calls calls issued while the GPU is still busy
+with a long sleep, so no call waits for the device. GPU time: the mean over
+--calls back-to-back calls between CUDA events after a synchronize (L2 not
+flushed: the inputs are small). Parts: the copy in, the graph replay, the
+two copies out, and one direct launch of the compiled CuTe kernel.
+"""
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import submission  # noqa: E402
+import utils  # noqa: E402
+
+SLEEP_CYCLES = 2_000_000_000      # ~1 s of GPU sleep, longer than the host loop
+
+
+def _host_us(fn, calls: int) -> float:
+    fn()
+    torch.cuda.synchronize()
+    torch.cuda._sleep(SLEEP_CYCLES)
+    t0 = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    host = (time.perf_counter() - t0) / calls * 1e6
+    torch.cuda.synchronize()
+    return host
+
+
+def _gpu_us(fn, calls: int) -> float:
+    fn()
+    torch.cuda.synchronize()
+    watch = utils.Stopwatch(torch.device("cuda"))
+    watch.start()
+    for _ in range(calls):
+        fn()
+    watch.stop()
+    return watch.elapsed_ns() / calls / 1e3
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--shapes", default="20x32,40x176")
+    parser.add_argument("--calls", type=int, default=500)
+    args = parser.parse_args(argv)
+
+    print(f"{'shape':>8s} {'part':>14s} {'host us':>9s} {'gpu us':>9s}")
+    for shape in args.shapes.split(","):
+        batch, n = map(int, shape.split("x"))
+        a = torch.randn((batch, n, n), device="cuda")
+        f = submission._factorization(batch, n, a.device)
+        stream = submission.cuda.CUstream(torch.cuda.current_stream().cuda_stream)
+        parts = {
+            "call": lambda: submission.custom_kernel(a),
+            "copy in": lambda: f.h.copy_(a),
+            "graph replay": f.graph.replay,
+            "copies out": lambda: (f.h.clone(), f.tau.clone()),
+            "cute launch": lambda: f.panel(*f.cute_args, submission.cutlass.Int32(0), stream),
+            "empty x2": lambda: (torch.empty_like(a), torch.empty((batch, n), device=a.device)),
+        }
+        for name, fn in parts.items():
+            print(f"{shape:>8s} {name:>14s} {_host_us(fn, args.calls):9.1f} {_gpu_us(fn, args.calls):9.1f}",
+                  flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

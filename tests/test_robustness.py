@@ -1,0 +1,260 @@
+"""What a caller inside a training loop relies on: bad input, extreme values, streams, memory.
+
+Every input is either factored, handed to `torch.geqrf` (documented
+fallback) or refused with a clear error; non-finite matrices neither hang
+nor disturb their neighbours; device memory stays bounded.
+"""
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from unittest import mock
+
+import pytest
+import torch
+
+import reference
+import submission
+from checks import assert_factors, assert_passes
+
+DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)]
+
+
+def _same_as_geqrf(a: torch.Tensor) -> None:
+    h, tau = submission.custom_kernel(a)
+    ref_h, ref_tau = torch.geqrf(a)
+    assert torch.equal(h, ref_h) and torch.equal(tau, ref_tau)
+
+
+# ---------------------------------------------------------------------------
+# Inputs outside the fast path: torch.geqrf, or a clear error
+# ---------------------------------------------------------------------------
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("shape", [(6, 6), (2, 3, 5, 5), (3, 7, 4), (3, 4, 7), (0, 5, 5), (2, 0, 0)],
+                         ids=["2d", "4d", "tall", "wide", "empty-batch", "n0"])
+def test_other_shapes_go_to_geqrf(shape, device):
+    torch.manual_seed(0)
+    _same_as_geqrf(torch.randn(shape, device=device))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_float64_goes_to_geqrf(device):
+    torch.manual_seed(0)
+    _same_as_geqrf(torch.randn((3, 9, 9), device=device, dtype=torch.float64))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.int64, torch.bool])
+def test_unsupported_dtype_names_what_is_accepted(device, dtype):
+    with pytest.raises(ValueError, match="float32, float64, complex64 or complex128"):
+        submission.custom_kernel(torch.ones((2, 4, 4), device=device, dtype=dtype))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("shape", [(), (5,)], ids=["0d", "1d"])
+def test_fewer_than_two_dims_is_refused(device, shape):
+    with pytest.raises(ValueError, match="custom_kernel accepts a"):
+        submission.custom_kernel(torch.ones(shape, device=device))
+
+
+# ---------------------------------------------------------------------------
+# The lift of tiny matrices (Triton interpreter on the CPU)
+# ---------------------------------------------------------------------------
+LIFT_CHECK = """
+import torch, submission
+a = torch.randn(3, 37, 37, generator=torch.Generator().manual_seed(0))
+a[1] *= 1e-40                                  # subnormal: lifted by 2^126
+a[2] *= 1e-25                                  # below 2^-64: largest entry lifted to [1, 2)
+view = a.transpose(-1, -2)
+h, size = torch.empty(3, 37, 37), torch.zeros(3)
+submission._stage_input(view, h, size)
+assert torch.equal(h, view.contiguous()) and torch.equal(size, view.abs().amax(dim=(1, 2)))
+staged = h.clone()
+submission._lift(h, size, inverse=False)
+assert torch.equal(h[0], staged[0])
+assert torch.equal(h[1], staged[1] * 2.0 ** 126)
+assert torch.equal(h[2], staged[2] * 2.0 ** 82) and 1 <= h[2].abs().max() < 2
+submission._lift(h, size, inverse=True)
+upper = torch.ones(37, 37, dtype=torch.bool).triu()
+assert torch.equal(h[:, upper], staged[:, upper])
+assert torch.equal(h[1][~upper], staged[1][~upper] * 2.0 ** 126)
+print("lift ok")
+"""
+
+
+def test_stage_and_lift_kernels():
+    env = dict(os.environ, TRITON_INTERPRET="1", QR_SKIP_PRECOMPILE="1", CUDA_VISIBLE_DEVICES="")
+    root = Path(__file__).resolve().parent.parent
+    result = subprocess.run([sys.executable, "-c", LIFT_CHECK], cwd=root, env=env,
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0 and "lift ok" in result.stdout, result.stderr[-3000:]
+
+
+# ---------------------------------------------------------------------------
+# GPU: views, devices
+# ---------------------------------------------------------------------------
+@pytest.mark.gpu
+@pytest.mark.parametrize("n", [32, 300])
+def test_non_contiguous_and_transposed_views(n):
+    base = reference.generate_input(6, n, 1, 31, "dense")
+    views = {"transposed": base.transpose(-1, -2), "strided": base[::2], "sliced": base[:, 1:, 1:]}
+    for name, view in views.items():
+        assert not view.is_contiguous(), name
+        h, tau = submission.custom_kernel(view)
+        ref_h, ref_tau = submission.custom_kernel(view.contiguous())
+        assert torch.equal(h, ref_h) and torch.equal(tau, ref_tau), name
+        assert_factors(view.contiguous(), (h, tau))
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs a second CUDA device")
+def test_second_device():
+    a = reference.generate_input(4, 300, 1, 37, "dense").to("cuda:1")
+    h, tau = submission.custom_kernel(a)
+    assert h.device == a.device and tau.device == a.device
+    assert_factors(a, (h, tau))
+
+
+# ---------------------------------------------------------------------------
+# GPU: values
+# ---------------------------------------------------------------------------
+@pytest.mark.gpu
+@pytest.mark.parametrize("batch,n", [(6, 32), (6, 200), (70, 300), (6, 600)],
+                         ids=["square-32", "square-200", "one-cta-panels", "cluster-panels"])
+def test_nan_and_inf_stay_in_their_matrix(batch, n):
+    clean = reference.generate_input(batch, n, 1, 41, "dense")
+    dirty = clean.clone()
+    dirty[1, n // 2, n // 3] = float("nan")
+    dirty[3, 0, n - 1] = float("inf")
+    dirty[4, n - 1, 0] = -float("inf")
+    h, tau = submission.custom_kernel(dirty)
+    torch.cuda.synchronize()                      # returns at all: nothing hangs on NaN
+    ref_h, ref_tau = submission.custom_kernel(clean)
+    good = [b for b in range(batch) if b not in (1, 3, 4)]
+    assert torch.equal(h[good], ref_h[good]) and torch.equal(tau[good], ref_tau[good])
+    for b in (1, 3, 4):
+        assert not bool(torch.isfinite(h[b]).all()), b
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("n", [32, 200, 512, 1100])
+def test_subnormal_entries(n):
+    # |a| ~ 1e-40 is below float32's smallest normal (1.2e-38): nothing may flush them to zero.
+    # Subnormals carry ~16 bits, so the gates are held, not this project's margin.
+    a = reference.generate_input(3, n, 0, 43, "dense") * 1e-40
+    assert bool((a[a != 0].abs() < torch.finfo(torch.float32).tiny).all())
+    assert_passes(a, submission.custom_kernel(a))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("n", [300, 1100])
+def test_tiny_and_normal_matrices_in_one_batch(n):
+    a = reference.generate_input(4, n, 1, 44, "dense")
+    a *= torch.tensor([1.0, 1e-25, 1e-40, 1e-19], device=a.device)[:, None, None]
+    h, tau = submission.custom_kernel(a)
+    for b in range(4):
+        assert_passes(a[b:b + 1], (h[b:b + 1], tau[b:b + 1]))
+
+
+# ---------------------------------------------------------------------------
+# GPU: concurrency
+# ---------------------------------------------------------------------------
+@pytest.mark.gpu
+def test_first_call_while_another_thread_uses_the_gpu():
+    # the first call of a shape captures a CUDA graph; another thread's work must not break it
+    stop = threading.Event()
+    errors = []
+
+    def busy():
+        try:
+            x = torch.randn((512, 512), device="cuda")
+            while not stop.is_set():
+                x = (x @ x).tanh_()
+                torch.empty(1 << 20, device="cuda")
+                torch.cuda.current_stream().synchronize()
+        except Exception as error:           # reported below, in the test's own thread
+            errors.append(error)
+
+    thread = threading.Thread(target=busy)
+    thread.start()
+    try:
+        for n in (40, 264, 520):
+            a = reference.generate_input(3, n, 1, 47, "dense")
+            assert_factors(a, submission.custom_kernel(a))
+    finally:
+        stop.set()
+        thread.join()
+    assert not errors, errors
+
+
+@pytest.mark.gpu
+def test_a_broken_capture_falls_back_to_eager_launches():
+    # a device-wide synchronize in another thread breaks any capture (CUDA forbids it); simulated here
+    a = reference.generate_input(3, 300, 1, 61, "dense")
+    expected = submission.custom_kernel(a)
+    with submission._FACTORIZATIONS_LOCK:
+        submission._FACTORIZATIONS.pop((a.device.index, 3, 300), None)
+    launch = submission.Factorization.launch
+
+    def launch_unless_capturing(f):
+        if torch.cuda.is_current_stream_capturing():
+            raise RuntimeError("capture broken")
+        launch(f)
+
+    stream = torch.cuda.current_stream()
+    with mock.patch.object(submission.Factorization, "launch", launch_unless_capturing):
+        for _ in range(submission.CAPTURE_ATTEMPTS + 1):
+            h, tau = submission.custom_kernel(a)
+            assert torch.equal(h, expected[0]) and torch.equal(tau, expected[1])
+            assert torch.cuda.current_stream() == stream
+    f = submission._FACTORIZATIONS[(a.device.index, 3, 300)]
+    assert f.graph is None and f.captures_left == 0
+    h, tau = submission.custom_kernel(a)
+    assert torch.equal(h, expected[0]) and torch.equal(tau, expected[1])
+
+
+# ---------------------------------------------------------------------------
+# GPU: memory
+# ---------------------------------------------------------------------------
+PEAK_LIMIT = 3.0          # peak extra device memory of a call, in input sizes
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("batch,n", [(20, 32), (40, 176), (1, 233), (1, 300), (64, 512), (4, 1024), (1, 2048)])
+def test_peak_memory_of_first_and_later_calls(batch, n):
+    a = reference.generate_input(batch, n, 1, 53, "dense")
+    with submission._FACTORIZATIONS_LOCK:
+        submission._FACTORIZATIONS.pop((a.device.index, batch, n), None)
+    peaks = []
+    for _ in range(2):                        # first call builds the shape's buffers and graph
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        before = torch.cuda.memory_allocated()
+        out = submission.custom_kernel(a)
+        torch.cuda.synchronize()
+        peaks.append((torch.cuda.max_memory_allocated() - before) / a.nbytes)
+        del out
+    assert max(peaks) <= PEAK_LIMIT, peaks
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("batch,n", [(20, 32), (40, 352)])
+def test_no_memory_growth_over_a_thousand_calls(batch, n):
+    a = reference.generate_input(batch, n, 1, 59, "dense")
+    submission.custom_kernel(a)
+    torch.cuda.synchronize()
+    before = torch.cuda.memory_allocated()
+    for _ in range(1000):
+        out = submission.custom_kernel(a)
+    del out
+    torch.cuda.synchronize()
+    assert torch.cuda.memory_allocated() == before
+
+
+@pytest.mark.gpu
+def test_cached_shapes_are_bounded():
+    for n in range(40, 40 + 2 * submission.MAX_CACHED_SHAPES):
+        submission.custom_kernel(torch.randn((2, n, n), device="cuda"))
+    assert len(submission._FACTORIZATIONS) <= submission.MAX_CACHED_SHAPES
+    assert sum(f.nbytes for f in submission._FACTORIZATIONS.values()) <= submission.MAX_CACHED_BYTES
