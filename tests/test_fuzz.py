@@ -46,11 +46,11 @@ def worst(request):
     """path -> {"factor": (residual, case), "orthogonality": (residual, case)}; printed at the end."""
     table = {}
     yield table
-    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
-    if reporter is not None:
-        reporter.write_line("")
+    capture = request.config.pluginmanager.get_plugin("capturemanager")
+    with capture.global_and_fixture_disabled():           # teardown output is captured otherwise
+        print()
         for path, entry in sorted(table.items()):
-            reporter.write_line(f"fuzz worst, {path}: " + "; ".join(
+            print(f"fuzz worst, {path}: " + "; ".join(
                 f"{name} {value:.3g} ({case})" for name, (value, case) in entry.items()))
 
 
