@@ -1,0 +1,61 @@
+"""One panel launch of HouseholderPanel variants: T formation on or off, threads per CTA (GPU).
+
+    python bench/probe_panel.py
+
+Compiles each variant directly and times single launches at c = 0 and
+c = n/2 (CUDA events, median of 15, input restored before each) for the
+plans of 640x512, 60x1024 and 8x2048. Times include the launch's host
+overhead (~40 us), the same for every variant.
+"""
+import statistics
+import sys
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import submission  # noqa: E402
+from submission import cutlass, cute  # noqa: E402
+
+SHAPES = ((640, 512, 1), (60, 1024, 2), (8, 2048, 16))     # batch, n, cluster
+REPEATS = 15
+
+
+def panel_us(batch: int, n: int, cluster: int, threads: int, form_t: bool, c: int) -> float:
+    width = submission.PANEL_WIDTH
+    rows = submission.blocked_plan(n, cluster).rows
+    a = torch.randn(batch, n, n, device="cuda")
+    h = a.clone()
+    tau = torch.zeros(batch, n, device="cuda")
+    t = torch.zeros(batch, width, width, device="cuda")
+    scratch = torch.zeros(batch, cluster, submission.scratch_slots(width), device="cuda")
+    args = tuple(submission._cute_tensor(x) for x in (h, h, tau, t, scratch))
+    stream = submission.cuda.CUstream(torch.cuda.current_stream().cuda_stream)
+    panel = submission.HouseholderPanel(rows, width, cluster, threads, form_t)
+    fn = cute.compile(panel, *args, cutlass.Int32(c), stream)
+    times = []
+    for _ in range(REPEATS):
+        h.copy_(a)
+        torch.cuda.synchronize()
+        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn(*args, cutlass.Int32(c), stream)
+        stop.record()
+        torch.cuda.synchronize()
+        times.append(start.elapsed_time(stop) * 1e3)
+    return statistics.median(times)
+
+
+def main() -> int:
+    for batch, n, cluster in SHAPES:
+        for threads in ((128, 256, 512) if cluster == 1 else (256, 512)):
+            for form_t in (True, False):
+                at = [panel_us(batch, n, cluster, threads, form_t, c) for c in (0, n // 2)]
+                print(f"{batch}x{n} G={cluster} threads={threads} form_t={form_t}: "
+                      f"c=0 {at[0]:8.1f} us  c=n/2 {at[1]:8.1f} us", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
