@@ -33,14 +33,19 @@ def panel_us(batch: int, n: int, cluster: int, threads: int, form_t: bool, c: in
     args = tuple(submission._cute_tensor(x) for x in (h, h, tau, t, scratch))
     stream = submission.cuda.CUstream(torch.cuda.current_stream().cuda_stream)
     panel = submission.HouseholderPanel(rows, width, cluster, threads, form_t)
-    fn = cute.compile(panel, *args, cutlass.Int32(c), stream)
+    args = (*args, cutlass.Int32(c), stream)
+    return launch_us(cute.compile(panel, *args), args, lambda: h.copy_(a))
+
+
+def launch_us(fn, args: tuple, reset) -> float:
+    """Median over REPEATS of one launch `fn(*args)` between CUDA events, `reset()` before each."""
     times = []
     for _ in range(REPEATS):
-        h.copy_(a)
+        reset()
         torch.cuda.synchronize()
         start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
-        fn(*args, cutlass.Int32(c), stream)
+        fn(*args)
         stop.record()
         torch.cuda.synchronize()
         times.append(start.elapsed_time(stop) * 1e3)

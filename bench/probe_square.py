@@ -2,11 +2,10 @@
 
     python bench/probe_square.py
 
-Times single launches (CUDA events, median of 15) for a few (batch, n).
+Times single launches (`probe_panel.launch_us`: CUDA events, median of 15) for a few (batch, n).
 The numbers include the CuTe launch's host overhead (~40-50 us), so only
 differences between thread counts at larger n mean anything.
 """
-import statistics
 import sys
 from pathlib import Path
 
@@ -15,11 +14,11 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import submission  # noqa: E402
+from probe_panel import launch_us  # noqa: E402
 from submission import cutlass, cute  # noqa: E402
 
 SHAPES = ((20, 32), (40, 64), (40, 128), (40, 176), (40, 232))
 THREADS = (128, 256, 512, 1024)
-REPEATS = 15
 
 
 def square_us(batch: int, n: int, threads: int) -> float:
@@ -31,18 +30,8 @@ def square_us(batch: int, n: int, threads: int) -> float:
     args = tuple(submission._cute_tensor(x) for x in (h, h, tau, unused, unused))
     stream = submission.cuda.CUstream(torch.cuda.current_stream().cuda_stream)
     panel = submission.HouseholderPanel(size, size, 1, threads, False)
-    fn = cute.compile(panel, *args, cutlass.Int32(0), stream)
-    times = []
-    for _ in range(REPEATS):
-        h.copy_(a)
-        torch.cuda.synchronize()
-        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn(*args, cutlass.Int32(0), stream)
-        stop.record()
-        torch.cuda.synchronize()
-        times.append(start.elapsed_time(stop) * 1e3)
-    return statistics.median(times)
+    args = (*args, cutlass.Int32(0), stream)
+    return launch_us(cute.compile(panel, *args), args, lambda: h.copy_(a))
 
 
 def main() -> int:
