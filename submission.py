@@ -548,8 +548,8 @@ if cutlass is not None:
             """T := larft(V, tau): T[i, i] = tau_i, T[i, j] = -tau_j sum_{l=i..j-1} T[i, l] (V^T V)[l, j].
 
             A warp forms column j of the Gram matrix (j = warp, warp + NW, ...)
-            with v_j in registers; rows of T are independent, so thread i
-            runs row i's recurrence, unrolled, through sT.
+            with v_j in registers; rows of T are independent, so thread i runs
+            row i's recurrence through sT (its inner loop unrolled by 4).
             """
             W = self.width
             G = self.cluster
@@ -583,7 +583,7 @@ if cutlass is not None:
                         sGram[i, j] = total
             cute.arch.sync_threads()
 
-            # ----- row i of T, thread i (T[i, l] = 0 for l < i, so the sums start at 0) -----
+            # ----- row i of T, one thread per row -----
             if rank == 0:
                 if tidx < w:
                     i = tidx

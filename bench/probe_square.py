@@ -1,10 +1,11 @@
-"""One launch of the square kernel by threads per CTA (GPU).
+"""GPU time of the square kernel by threads per CTA (GPU).
 
     python bench/probe_square.py
 
-Times single launches (`probe_panel.launch_us`: CUDA events, median of 15) for a few (batch, n).
-The numbers include the CuTe launch's host overhead (~40-50 us), so only
-differences between thread counts at larger n mean anything.
+For each (batch, n) and thread count: LAUNCHES back-to-back launches of the
+compiled kernel, captured in a CUDA graph so that no host time is measured,
+replayed between CUDA events; prints the time per launch. Each launch
+re-factors the previous launch's output, which costs the same work.
 """
 import sys
 from pathlib import Path
@@ -14,24 +15,38 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import submission  # noqa: E402
-from probe_panel import launch_us  # noqa: E402
 from submission import cutlass, cute  # noqa: E402
 
 SHAPES = ((20, 32), (40, 64), (40, 128), (40, 176), (40, 232))
 THREADS = (128, 256, 512, 1024)
+LAUNCHES = 20
 
 
 def square_us(batch: int, n: int, threads: int) -> float:
     size = submission._round_up(n, submission.SQUARE_STEP)
-    a = torch.randn(batch, n, n, device="cuda")
-    h = a.clone()
+    h = torch.randn(batch, n, n, device="cuda")
     tau = torch.zeros(batch, n, device="cuda")
     unused = torch.zeros(batch, 1, 1, device="cuda")
     args = tuple(submission._cute_tensor(x) for x in (h, h, tau, unused, unused))
-    stream = submission.cuda.CUstream(torch.cuda.current_stream().cuda_stream)
+
+    def stream():
+        return submission.cuda.CUstream(torch.cuda.current_stream().cuda_stream)
+
     panel = submission.HouseholderPanel(size, size, 1, threads, False)
-    args = (*args, cutlass.Int32(0), stream)
-    return launch_us(cute.compile(panel, *args), args, lambda: h.copy_(a))
+    fn = cute.compile(panel, *args, cutlass.Int32(0), stream())
+    fn(*args, cutlass.Int32(0), stream())
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(LAUNCHES):
+            fn(*args, cutlass.Int32(0), stream())
+    graph.replay()
+    torch.cuda.synchronize()
+    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    graph.replay()
+    stop.record()
+    torch.cuda.synchronize()
+    return start.elapsed_time(stop) * 1e3 / LAUNCHES
 
 
 def main() -> int:
