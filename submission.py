@@ -82,7 +82,9 @@ TRAIL_WARPS = 4
 TRAIL_MIN_PROGRAMS = 2      # V^T C gets at least this many programs per SM (row splits if needed)
 MAX_CACHED_SHAPES = 16      # (device, batch, n) whose buffers and CUDA graph stay alive ...
 MAX_CACHED_BYTES = 2 << 30  # ... while their buffers take at most this much device memory
-LOOKAHEAD = True            # blocked plans overlap panel k+1 with panel k's trailing update
+# look-ahead (panel k+1 factored while panel k's trailing update runs) for cluster plans from this n;
+# H200: -6% at 60x1024, -8% at 8x2048, -14% at 2x4096; +1-2% at 640x512 (G=1) and 40x352
+LOOKAHEAD_MIN_N = 1024
 LOOKAHEAD_BLOCK_N = 32      # columns of a tile of the next panel's update
 CAPTURE_MODE = "thread_local"   # other threads' CUDA calls are not captured and not refused
 CAPTURE_ATTEMPTS = 3        # graph captures tried per shape before it stays on eager launches
@@ -764,16 +766,20 @@ class Factorization:
     input's size (plus V^T C partials for blocked plans). Blocked plans stage
     the input with a kernel that also finds each matrix's largest entry, so
     that tiny matrices are lifted before the tensor-core updates (`_lift`).
+    With `lookahead` (by default for cluster plans with n >= LOOKAHEAD_MIN_N)
+    the trailing updates run partly on a side stream (see `launch`).
     """
 
-    def __init__(self, batch: int, n: int, device: torch.device):
+    def __init__(self, batch: int, n: int, device: torch.device, lookahead: bool | None = None):
         sms, smem = _device_limits(device.index)
         self.plan = plan = make_plan(batch, n, sms, smem)
         width = plan.width
         zeros = dict(device=device, dtype=torch.float32)
         self.h = torch.zeros((batch, n, n), **zeros)
         self.tau = torch.zeros((batch, n), **zeros)
-        self.lookahead = LOOKAHEAD and not plan.square
+        if lookahead is None:           # where it paid on H200: clusters (idle SMs) and large trailing updates
+            lookahead = plan.cluster > 1 and n >= LOOKAHEAD_MIN_N
+        self.lookahead = lookahead and not plan.square
         if plan.square:
             self.t = torch.zeros((2, batch, 1, 1), **zeros)     # not read by a square plan
             scratch = self.t[0]

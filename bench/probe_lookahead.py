@@ -2,7 +2,7 @@
 
     python bench/probe_lookahead.py
 
-Builds one Factorization with LOOKAHEAD off and one with it on per shape,
+Builds one Factorization with look-ahead off and one with it on per shape,
 checks one output of each, then times the harness's way (inputs batched by
 bytes, L2 flushed, CUDA events) in 8 interleaved rounds and prints medians.
 """
@@ -30,10 +30,7 @@ def main() -> int:
     for batch, n, seed, cond in SHAPES:
         count = max(1, min(50, (256 << 20) // (batch * n * n * 4)))
         inputs = [reference.generate_input(batch, n, cond, seed + 42 * (i + 1), "dense") for i in range(count)]
-        factorizations = {}
-        for mode in (False, True):
-            submission.LOOKAHEAD = mode
-            factorizations[mode] = submission.Factorization(batch, n, device)
+        factorizations = {mode: submission.Factorization(batch, n, device, lookahead=mode) for mode in (False, True)}
         checks = {mode: reference.check_implementation(inputs[0], f(inputs[0]))[0] for mode, f in factorizations.items()}
         times = {mode: [] for mode in factorizations}
         for _ in range(ROUNDS):
