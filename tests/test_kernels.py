@@ -62,8 +62,9 @@ def test_panel_matches_geqrf_and_forms_t(batch, n, cluster, c):
     assert torch.allclose(t[:, :w, :w].double(), ref_t, rtol=PANEL_RTOL, atol=PANEL_RTOL)
 
 
+@pytest.mark.parametrize("next_panel_only", [False, True], ids=["rest", "next-panel"])
 @pytest.mark.parametrize("batch,n,c,splits", [(3, 200, 0, 1), (2, 333, 64, 3), (1, 512, 32, 4)])
-def test_block_reflector_matches_float64(batch, n, c, splits):
+def test_block_reflector_matches_float64(batch, n, c, splits, next_panel_only):
     torch.manual_seed(n)
     a = torch.randn((batch, n, n), device="cuda")
     panel_h, panel_tau = torch.geqrf(a[:, c:, c:c + WIDTH].double())
@@ -76,8 +77,14 @@ def test_block_reflector_matches_float64(batch, n, c, splits):
 
     before = h.clone()
     y = torch.full((splits, batch, WIDTH, n - WIDTH), float("nan"), device="cuda")
-    submission._apply_block_reflector(h, y, t.float().contiguous(), c, WIDTH, splits)
-    got = h[:, c:, c + WIDTH:].double()
-    assert (got - expected).abs().max() <= TRAILING_RTOL * expected.abs().max()
-    assert torch.equal(h[:, :, :c + WIDTH], before[:, :, :c + WIDTH])
+    if next_panel_only:
+        update = submission.Update(c + WIDTH, c + 2 * WIDTH, splits, submission.LOOKAHEAD_BLOCK_N)
+    else:
+        update = submission.Update(c + WIDTH, n, splits, submission.TRAIL_BLOCK_N)
+    submission._apply_block_reflector(h, y, t.float().contiguous(), c, WIDTH, update)
+    got = h[:, c:, update.col_lo:update.col_hi].double()
+    want = expected[:, :, :update.col_hi - update.col_lo]
+    assert (got - want).abs().max() <= TRAILING_RTOL * want.abs().max()
+    assert torch.equal(h[:, :, :update.col_lo], before[:, :, :update.col_lo])
+    assert torch.equal(h[:, :, update.col_hi:], before[:, :, update.col_hi:])
     assert torch.equal(h[:, :c, :], before[:, :c, :])

@@ -200,3 +200,12 @@ def test_compile_cache_keyed_by_plan_not_batch_or_n():
     other = submission.make_plan(3, 600, sms, smem)
     submission.custom_kernel(torch.randn((3, 600, 600), device="cuda"))
     assert set(submission._COMPILED) == set(compiled) | {other}
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("batch,n", [(3, 300), (640, 300), (2, 1100)])
+def test_lookahead_and_plain_launch_orders_both_factor(batch, n):
+    a = reference.generate_input(batch, n, 1, 67, "dense")
+    for lookahead in (False, True):
+        f = submission.Factorization(batch, n, a.device, lookahead=lookahead)
+        assert_factors(a, f(a))
