@@ -1,0 +1,103 @@
+"""Time variants of the submission side by side, interleaved, on the benchmark shapes.
+
+    python bench/ab.py --variant base=path/to/old_submission.py \\
+                       --variant new=submission.py --variant new-w8=submission.py:TRAIL_WARPS=8 \\
+                       [--shapes 20x32,640x512] [--rounds 15]
+
+A variant is a submission file loaded as its own module, with module-level
+constants overridden after import (`NAME=VALUE`, VALUE a Python literal,
+several joined by `:`). Per shape (the first benchmark case of each
+batch x n), every variant factors the same inputs once, checked by
+`reference.check_implementation`; then `--rounds` rounds time each variant
+in turn the way SPEC §5 does (synchronize, flush L2, CUDA events around
+`[f(x) for x in inputs]`, time per call). Interleaving puts every variant
+under the same machine noise. Prints the median per variant and its ratio
+to the first variant.
+"""
+import argparse
+import ast
+import importlib.util
+import os
+import statistics
+import sys
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+os.environ["QR_SKIP_PRECOMPILE"] = "1"
+
+import compare  # noqa: E402
+import eval as harness  # noqa: E402
+import reference  # noqa: E402
+import utils  # noqa: E402
+
+
+def load_variant(text: str):
+    """(name, custom_kernel) from 'name=file[:CONST=VALUE...]'."""
+    name, _, rest = text.partition("=")
+    path, *overrides = rest.split(":")
+    spec = importlib.util.spec_from_file_location(f"variant_{name.replace('-', '_')}", ROOT / path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    for override in overrides:
+        key, _, value = override.partition("=")
+        if not hasattr(module, key):
+            raise SystemExit(f"variant {name}: {path} has no constant {key}")
+        setattr(module, key, ast.literal_eval(value))
+    return name, module.custom_kernel
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--variant", action="append", required=True, help="name=file[:CONST=VALUE...]")
+    parser.add_argument("--shapes", default="", help="batch x n list, e.g. 20x32,640x512 (default: all)")
+    parser.add_argument("--rounds", type=int, default=15)
+    args = parser.parse_args(argv)
+
+    variants = dict(load_variant(v) for v in args.variant)
+    wanted = {tuple(map(int, s.split("x"))) for s in args.shapes.split(",") if s}
+    cases, seen = [], set()
+    for case in harness.parse_specs(harness.task_yml_specs("benchmarks"), "task.yml", None):
+        shape = (case.args["batch"], case.args["n"])
+        if shape not in seen and (not wanted or shape in wanted):
+            seen.add(shape)
+            cases.append(case)
+
+    print(f"{torch.cuda.get_device_name()}; rounds {args.rounds}", flush=True)
+    print(f"{'shape':>10s}" + "".join(f"{name + ' ms':>16s}" for name in variants), flush=True)
+    failed = False
+    for case in cases:
+        inputs = compare._inputs(case.args)
+        device = inputs[0].device
+        times = {}
+        for name, factor in variants.items():
+            for x in inputs:
+                ok, message = reference.check_implementation(x, factor(x))
+                if not ok:
+                    print(f"  {name} fails {case.spec}: {message}", flush=True)
+                    failed = True
+            times[name] = []
+        watch = utils.Stopwatch(device)
+        for _ in range(args.rounds):
+            for name, factor in variants.items():
+                utils.synchronize(device)
+                utils.flush_l2(device)
+                utils.synchronize(device)
+                watch.start()
+                outputs = [factor(x) for x in inputs]
+                watch.stop()
+                times[name].append(watch.elapsed_ns() / len(inputs) / 1e6)
+                del outputs
+        medians = {name: statistics.median(t) for name, t in times.items()}
+        first = next(iter(medians.values()))
+        cells = "".join(f"{m:9.3f} ({m / first:4.2f})" for m in medians.values())
+        print(f"{case.args['batch']:>5d}x{case.args['n']:<4d}{cells}", flush=True)
+        del inputs
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
