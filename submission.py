@@ -69,17 +69,22 @@ PANEL_WIDTH = 32            # columns per panel of the blocked path; one warp la
 MAX_CLUSTER = 16            # CTAs per matrix in a cluster panel (16 runs with the non-portable attribute)
 CLUSTER_FILL = 1.0          # give each matrix SMs/batch CTAs (rounded down to a power of two)
 SMEM_RESERVE = 4096         # bytes of shared memory kept for the kernel's small arrays
-SQUARE_THREADS = ((64, 128), (128, 256), (1 << 30, 512))   # (n <=, threads) of the square kernel
+SQUARE_THREADS = 512        # threads of the square kernel (best at every n measured, 32 to 232)
 SQUARE_STEP = 8             # a square kernel is compiled for n rounded up to this and serves all n below
 # threads of a panel CTA by cluster size (H200, panel time at 640x512 / 60x1024 / 8x2048):
 # one CTA per matrix needs <= 256 for two CTAs' registers per SM (5.4 vs 6.9 ms at 512);
 # 2-8 CTAs hold few rows and gain from 16 warps (4.7 vs 5.1 ms); at 16, 8 warps (11.5 vs 13.3 ms)
 PANEL_THREADS = ((1, 256), (8, 512), (MAX_CLUSTER, 256))
 PANEL_MAX_ROWS = 1024       # rows a panel CTA holds: 2 x 32 registers per lane for v and a column
+# a warp keeps its panel columns in registers when a lane's share fits in this many (more would cost
+# occupancy: one CTA per matrix at 640x512 needs 64 and ran 4% slower; 2-16 CTAs gained 6-11%)
+PANEL_RESIDENT_REGS = 32
 TRAIL_BLOCK_M = 64          # rows of a trailing-update tile
-TRAIL_BLOCK_N = 128         # columns of a trailing-update tile (128 beat 64 by ~8% at 640x512)
+TRAIL_BLOCK_N = 64          # columns of a trailing-update tile (64 beat 128 by 5% at 640x512 with the fused update)
 TRAIL_WARPS = 4
 TRAIL_MIN_PROGRAMS = 2      # V^T C gets at least this many programs per SM (row splits if needed)
+TRAIL_FUSE_PROGRAMS = 4     # from this many column tiles per SM, one launch does V^T C and the update
+TRAIL_FUSED_BLOCK_M = 32    # rows of a tile of that launch (-2% vs 64 at 640x512)
 MAX_CACHED_SHAPES = 16      # (device, batch, n) whose buffers and CUDA graph stay alive ...
 MAX_CACHED_BYTES = 2 << 30  # ... while their buffers take at most this much device memory
 # look-ahead (panel k+1 factored while panel k's trailing update runs) for cluster plans from this n;
@@ -165,8 +170,14 @@ def _bf16_pair(x):
 @triton.jit
 def _dot_3xbf16(a, b, acc):
     """acc + a @ b on bf16 tensor cores: the small cross terms first, then hi*hi (lo*lo dropped)."""
-    a_big, a_small = _bf16_pair(a)
     b_big, b_small = _bf16_pair(b)
+    return _dot_3xbf16_split(a, b_big, b_small, acc)
+
+
+@triton.jit
+def _dot_3xbf16_split(a, b_big, b_small, acc):
+    """_dot_3xbf16 with b already split by _bf16_pair."""
+    a_big, a_small = _bf16_pair(a)
     cross = tl.dot(a_small, b_big, tl.dot(a_big, b_small, acc))
     return tl.dot(a_big, b_big, cross)
 
@@ -178,6 +189,59 @@ def _load_reflectors(h_ptr, rows, row_end, c, n, W: tl.constexpr):
     below = (rows[:, None] > k[None, :]) & (rows[:, None] < row_end)
     v = tl.load(h_ptr + rows[:, None] * n + k[None, :], mask=below, other=0.0)
     return tl.where(rows[:, None] == k[None, :], 1.0, v)
+
+
+@triton.jit
+def _project(h_ptr, c, row_lo, row_hi, cols, col_hi, n, W: tl.constexpr, BLOCK_M: tl.constexpr,
+             BLOCK_N: tl.constexpr):
+    """(V^T C)^T over the rows [row_lo, row_hi): BLOCK_N x W, float32, C = H[b, :, cols]."""
+    acc = tl.zeros((BLOCK_N, W), dtype=tl.float32)
+    for r0 in range(row_lo, row_hi, BLOCK_M):
+        rows = r0 + tl.arange(0, BLOCK_M)
+        v = _load_reflectors(h_ptr, rows, row_hi, c, n, W)
+        tile = tl.load(h_ptr + rows[:, None] * n + cols[None, :],
+                       mask=(rows[:, None] < row_hi) & (cols[None, :] < col_hi), other=0.0)
+        acc = _dot_3xbf16(tl.trans(tile), v, acc)
+    return acc
+
+
+@triton.jit
+def _subtract_reflected(h_ptr, rows, cols, col_hi, c, n, y_big, y_small, W: tl.constexpr):
+    """C[rows, cols] -= V[rows] Y for Y = T^T V^T C (W x BLOCK_N) given as _bf16_pair(Y)."""
+    v = _load_reflectors(h_ptr, rows, n, c, n, W)
+    ptrs = h_ptr + rows[:, None] * n + cols[None, :]
+    mask = (rows[:, None] < n) & (cols[None, :] < col_hi)
+    tile = tl.load(ptrs, mask=mask, other=0.0)
+    tl.store(ptrs, tile - _dot_3xbf16_split(v, y_big, y_small, tl.zeros(tile.shape, dtype=tl.float32)), mask=mask)
+
+
+@triton.jit
+def _wy_update_kernel(
+    h_ptr, t_ptr,
+    # sizes: C = H[b, c:, col_lo:col_hi]
+    n, c, col_lo, col_hi,
+    W: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+):
+    """C[:, cols] := C[:, cols] - V T^T V^T C[:, cols] for one tile of columns, C = H[b, c:, col_lo:col_hi].
+
+    The program reads its column strip twice (V^T C, then the update), so the
+    second read mostly hits L2 and nothing but C is written.
+    """
+    pid_n = tl.program_id(0)
+    b = tl.program_id(1)
+    h_ptr += b.to(tl.int64) * n * n
+    t_ptr += b.to(tl.int64) * W * W
+    cols = col_lo + pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    k = tl.arange(0, W)
+
+    # ----- Y := T^T V^T C, float32 -----
+    acc = _project(h_ptr, c, c, n, cols, col_hi, n, W, BLOCK_M, BLOCK_N)
+    t = tl.load(t_ptr + k[:, None] * W + k[None, :])
+    y_big, y_small = _bf16_pair(tl.trans(tl.dot(acc, t, input_precision="ieee")))
+
+    # ----- C := C - V Y -----
+    for r0 in range(c, n, BLOCK_M):
+        _subtract_reflected(h_ptr, r0 + tl.arange(0, BLOCK_M), cols, col_hi, c, n, y_big, y_small, W)
 
 
 @triton.jit
@@ -198,18 +262,7 @@ def _wy_project_kernel(
     h_ptr += b.to(tl.int64) * n * n
     cols = col_lo + pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     row_lo = c + split * rows_per_split
-    row_hi = tl.minimum(row_lo + rows_per_split, n)
-
-    # ----- acc := C^T V over the rows [row_lo, row_hi) -----
-    acc = tl.zeros((BLOCK_N, W), dtype=tl.float32)
-    for r0 in range(row_lo, row_hi, BLOCK_M):
-        rows = r0 + tl.arange(0, BLOCK_M)
-        v = _load_reflectors(h_ptr, rows, row_hi, c, n, W)
-        tile = tl.load(h_ptr + rows[:, None] * n + cols[None, :],
-                       mask=(rows[:, None] < row_hi) & (cols[None, :] < col_hi), other=0.0)
-        acc = _dot_3xbf16(tl.trans(tile), v, acc)
-
-    # ----- y := acc^T -----
+    acc = _project(h_ptr, c, row_lo, tl.minimum(row_lo + rows_per_split, n), cols, col_hi, n, W, BLOCK_M, BLOCK_N)
     k = tl.arange(0, W)
     y = y_ptr + split * stride_ys + b * stride_yb + k[None, :] * stride_yk + (cols - col_lo)[:, None]
     tl.store(y, acc, mask=(cols < col_hi)[:, None])
@@ -232,7 +285,6 @@ def _wy_apply_kernel(
     b = tl.program_id(2)
     h_ptr += b.to(tl.int64) * n * n
     t_ptr += b.to(tl.int64) * W * W
-    rows = c + pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     cols = col_lo + pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     k = tl.arange(0, W)
 
@@ -242,15 +294,10 @@ def _wy_apply_kernel(
     for s in range(splits):
         vtc += tl.load(y_tile + s * stride_ys, mask=(cols < col_hi)[None, :], other=0.0)
     t_trans = tl.load(t_ptr + k[None, :] * W + k[:, None])
-    y = tl.dot(t_trans, vtc, input_precision="ieee")
+    y_big, y_small = _bf16_pair(tl.dot(t_trans, vtc, input_precision="ieee"))
 
     # ----- C := C - V Y -----
-    v = _load_reflectors(h_ptr, rows, n, c, n, W)
-    ptrs = h_ptr + rows[:, None] * n + cols[None, :]
-    mask = (rows[:, None] < n) & (cols[None, :] < col_hi)
-    tile = tl.load(ptrs, mask=mask, other=0.0)
-    tile = tile - _dot_3xbf16(v, y, tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32))
-    tl.store(ptrs, tile, mask=mask)
+    _subtract_reflected(h_ptr, c + pid_m * BLOCK_M + tl.arange(0, BLOCK_M), cols, col_hi, c, n, y_big, y_small, W)
 
 
 # ---------------------------------------------------------------------------
@@ -270,20 +317,24 @@ if cutlass is not None:
         contiguous block of the panel's rows in shared memory, column-major
         with an odd leading dimension (`ld`) so both column sweeps and the
         row-major staging copies are free of bank conflicts. Within a CTA a
-        warp owns a trailing column (lanes stride over rows, a warp shuffle
-        sums the dot product). A lane keeps its rows of v and of the column
-        it updates in registers (`rows_per_lane` each), so an element costs
-        one shared-memory load and one store per column step. Warp 0 updates
-        column j+1 first and sums its next |x|^2 from those registers, so a
-        column costs one barrier: `sync_threads` for one CTA, or two cluster
-        barriers (partial dot products, then the next |x|^2) when rows are
-        split, exchanged through `mScratch` (`scratch_slots` floats a CTA).
+        warp updates every NW-th trailing column (lanes stride over rows, a
+        warp shuffle sums a dot product) and a lane keeps its rows of v in
+        registers (`rows_per_lane`). If `resident`, warp i owns columns
+        i, i + NW, ... for the whole panel, keeps them in registers and
+        stores a column to shared memory only when it becomes the next
+        pivot; otherwise at step j it takes columns j+1+i, j+1+i+NW, ... and
+        pays one shared-memory load and store per element. Whoever updates
+        column j+1 sums its next |x|^2 from registers, so a column costs one
+        barrier: `sync_threads` for one CTA; when rows are split, a cluster
+        barrier after the partial dot products (exchanged through `mScratch`,
+        `scratch_slots` floats a CTA, and summed once per column into
+        `sDots`), a CTA barrier, and a cluster barrier after the next |x|^2.
 
         Column j's tail keeps its raw x while column j is read as v; it is
         scaled into v (and beta stored on its diagonal) during column j+1.
 
         Shared memory: ld * width floats of panel, plus width^2 (Gram) and
-        width^2 (T) when `form_t`, plus a few scalars. n is a run-time size:
+        width^2 (T) when `form_t`, plus 2 * width + 6 floats. n is a run-time size:
         one compiled kernel serves every n with ceil(n / cluster) <= rows
         (and n <= width for a square plan).
         """
@@ -296,6 +347,8 @@ if cutlass is not None:
             self.form_t = form_t
             self.ld = rows | 1
             self.rows_per_lane = -(-rows // WARP)
+            self.slots = -(-width // (threads // WARP))       # columns a warp owns
+            self.resident = self.slots * self.rows_per_lane <= PANEL_RESIDENT_REGS
 
         @cute.jit
         def __call__(self, mA: cute.Tensor, mH: cute.Tensor, mTau: cute.Tensor,
@@ -345,6 +398,7 @@ if cutlass is not None:
             sP = smem.allocate_tensor(cutlass.Float32, cute.make_layout((self.ld, W)), 16)
             sTau = smem.allocate_tensor(cutlass.Float32, cute.make_layout(W), 16)
             sNext = smem.allocate_tensor(cutlass.Float32, cute.make_layout(6), 16)  # |x|^2, alpha, |x|_inf by parity
+            sDots = smem.allocate_tensor(cutlass.Float32, cute.make_layout(W), 16)  # cluster: v^T A[:, k]
             if cutlass.const_expr(self.form_t):
                 sGram = smem.allocate_tensor(cutlass.Float32, cute.make_layout((W, W)), 16)
                 sT = smem.allocate_tensor(cutlass.Float32, cute.make_layout((W, W)), 16)  # sT[l, i] = T[i, l]
@@ -362,6 +416,12 @@ if cutlass is not None:
 
             rV = cute.make_rmem_tensor(self.rows_per_lane, cutlass.Float32)   # v of column j
             rA = cute.make_rmem_tensor(self.rows_per_lane, cutlass.Float32)   # the column being updated
+            rCols = []                                      # resident: column warp + NW s in rCols[s]
+            if cutlass.const_expr(self.resident):
+                for s in cutlass.range_constexpr(self.slots):
+                    rCols.append(cute.make_rmem_tensor(self.rows_per_lane, cutlass.Float32))
+                    if warp + NW * s < w:
+                        self._load_column(sP, rCols[s], warp + NW * s, 0, nloc, lane)
 
             # ----- publish |x|^2 and alpha of column 0 -----
             if warp == 0:
@@ -419,38 +479,49 @@ if cutlass is not None:
 
                 # ----- A[d:, k] -= tau (v^T A[d:, k]) v for panel columns k > j -----
                 rstart = cutlass.max(d - r0, 0)
-                if j + 1 + warp < w:
+                first = j + 1 + warp                            # this warp's first column after j
+                if cutlass.const_expr(self.resident):
+                    first = j + 1 + (warp + NW * W - j - 1) % NW
+                if first < w:
                     self._load_column(sP, rV, j, rstart, nloc, lane)
                     for t in cutlass.range_constexpr(self.rows_per_lane):
                         v = rV[t] * lift * scale
                         if r0 + lane + WARP * t == d:
                             v = cutlass.Float32(1.0)
                         rV[t] = v
-                if cutlass.const_expr(G > 1):
+                if cutlass.const_expr(G > 1):          # partial dot products across the cluster
+                    if cutlass.const_expr(self.resident):
+                        for s in cutlass.range_constexpr(self.slots):
+                            if warp + NW * s > j:
+                                if warp + NW * s < w:
+                                    self._publish_dot(rV, rCols[s], mScratch, b, rank, warp + NW * s, lane)
+                    else:
+                        for k in cutlass.range(j + 1 + warp, w, NW):
+                            self._load_column(sP, rA, k, rstart, nloc, lane)
+                            self._publish_dot(rV, rA, mScratch, b, rank, k, lane)
+                    self._sync()
+                    if tidx < w:                # thread k sums column k's parts (all loads in flight)
+                        total = cutlass.Float32(0.0)
+                        for g in cutlass.range_constexpr(G):
+                            total = total + mScratch[b, g, SLOT_DOTS + tidx]
+                        sDots[tidx] = total
+                    cute.arch.sync_threads()
+                if cutlass.const_expr(self.resident):
+                    for s in cutlass.range_constexpr(self.slots):
+                        own = warp + NW * s
+                        if own > j:
+                            if own < w:
+                                self._reflect(rV, rCols[s], tau, sDots, own)
+                                if own == j + 1:
+                                    self._store_column(sP, rCols[s], own, 0, nloc, lane)
+                                    self._publish_next(rCols[s], sNext, mScratch, b, rank, r0, nloc, c, own, lane)
+                else:
                     for k in cutlass.range(j + 1 + warp, w, NW):
                         self._load_column(sP, rA, k, rstart, nloc, lane)
-                        dot = self._warp_dot(rV, rA)
-                        if lane == 0:
-                            mScratch[b, rank, SLOT_DOTS + k] = dot
-                    self._sync()
-                for k in cutlass.range(j + 1 + warp, w, NW):
-                    self._load_column(sP, rA, k, rstart, nloc, lane)
-                    dot = cutlass.Float32(0.0)
-                    if cutlass.const_expr(G > 1):
-                        for g in cutlass.range(G):
-                            dot = dot + mScratch[b, g, SLOT_DOTS + k]
-                    else:
-                        dot = self._warp_dot(rV, rA)
-                    coef = tau * dot
-                    for t in cutlass.range_constexpr(self.rows_per_lane):
-                        r = lane + WARP * t
-                        a = rA[t] - coef * rV[t]
-                        rA[t] = a
-                        if r >= rstart:
-                            if r < nloc:
-                                sP[r, k] = a
-                    if k == j + 1:
-                        self._publish_next(rA, sNext, mScratch, b, rank, r0, nloc, c, k, lane)
+                        self._reflect(rV, rA, tau, sDots, k)
+                        self._store_column(sP, rA, k, rstart, nloc, lane)
+                        if k == j + 1:
+                            self._publish_next(rA, sNext, mScratch, b, rank, r0, nloc, c, k, lane)
                 self._sync()
                 beta_prev = beta
                 lift_prev = lift
@@ -477,6 +548,35 @@ if cutlass is not None:
                     if r < nloc:
                         x = sP[r, k]
                 rX[t] = x
+
+        @cute.jit
+        def _store_column(self, sP, rX, k, rlo, nloc, lane):
+            """A[r, k] := rX[t] for this lane's rows r = lane + 32 t in [rlo, nloc)."""
+            for t in cutlass.range_constexpr(self.rows_per_lane):
+                r = lane + WARP * t
+                if r >= rlo:
+                    if r < nloc:
+                        sP[r, k] = rX[t]
+
+        @cute.jit
+        def _publish_dot(self, rV, rX, mScratch, b, rank, k, lane):
+            """This CTA's part of v^T A[:, k] into the cluster scratch."""
+            dot = self._warp_dot(rV, rX)
+            if lane == 0:
+                mScratch[b, rank, SLOT_DOTS + k] = dot
+
+        @cute.jit
+        def _reflect(self, rV, rX, tau, sDots, k):
+            """rX := rX - tau (v^T A[:, k]) v for column k in rX (v is 0 outside the pivot's rows);
+            a cluster's dot products are summed in sDots."""
+            dot = cutlass.Float32(0.0)
+            if cutlass.const_expr(self.cluster > 1):
+                dot = sDots[k]
+            else:
+                dot = self._warp_dot(rV, rX)
+            coef = tau * dot
+            for t in cutlass.range_constexpr(self.rows_per_lane):
+                rX[t] = rX[t] - coef * rV[t]
 
         @cute.jit
         def _warp_dot(self, rV, rA):
@@ -629,7 +729,7 @@ def scratch_slots(width: int) -> int:
 
 def panel_smem_bytes(rows: int, width: int, form_t: bool) -> int:
     """Shared memory of a HouseholderPanel CTA (see its docstring for the layout)."""
-    return 4 * ((rows | 1) * width + (2 * width * width if form_t else 0) + width + 6)
+    return 4 * ((rows | 1) * width + (2 * width * width if form_t else 0) + 2 * width + 6)
 
 
 @lru_cache(maxsize=None)
@@ -665,7 +765,7 @@ def make_plan(batch: int, n: int, sms: int, smem: int) -> Plan | None:
     budget = smem - SMEM_RESERVE
     size = _round_up(n, SQUARE_STEP)
     if panel_smem_bytes(size, size, False) <= budget:
-        return Plan(True, size, size, 1, _pick(SQUARE_THREADS, size))
+        return Plan(True, size, size, 1, SQUARE_THREADS)
     cluster = 1
     while cluster * 2 <= min(MAX_CLUSTER, CLUSTER_FILL * sms / batch):
         cluster *= 2
@@ -707,6 +807,7 @@ class Update:
     col_hi: int
     splits: int         # row splits of V^T C
     block_n: int        # columns of a tile
+    fused: bool         # one launch per column tile (splits == 1)
 
 
 def _update(batch: int, n: int, c: int, col_lo: int, col_hi: int, block_n: int, sms: int) -> Update | None:
@@ -715,8 +816,10 @@ def _update(batch: int, n: int, c: int, col_lo: int, col_hi: int, block_n: int, 
     if col_lo >= col_hi:
         return None
     programs = batch * triton.cdiv(col_hi - col_lo, block_n)
+    if programs >= TRAIL_FUSE_PROGRAMS * sms:
+        return Update(col_lo, col_hi, 1, block_n, True)
     splits = triton.cdiv(TRAIL_MIN_PROGRAMS * sms, programs)
-    return Update(col_lo, col_hi, max(1, min(splits, triton.cdiv(n - c, TRAIL_BLOCK_M))), block_n)
+    return Update(col_lo, col_hi, max(1, min(splits, triton.cdiv(n - c, TRAIL_BLOCK_M))), block_n, False)
 
 
 def _stage_grid(batch: int, n: int) -> tuple[int, int, int]:
@@ -737,20 +840,25 @@ def _lift(h, size, inverse: bool):
 
 
 def _apply_block_reflector(h, y, t, c: int, width: int, update: Update):
-    """H[:, c:, cols] := (I - V T V^T)^T H[:, c:, cols] with V, T of the panel at c, cols of `update`."""
+    """H[:, c:, cols] := (I - V T V^T)^T H[:, c:, cols] with V, T of the panel at c, cols of `update`.
+
+    One launch when the update is `fused`; otherwise V^T C is summed over
+    row splits into `y` and a second launch applies it.
+    """
     batch, n, _ = h.shape
     rows = n - c
+    col_tiles = triton.cdiv(update.col_hi - update.col_lo, update.block_n)
+    sizes = (n, c, update.col_lo, update.col_hi)
+    blocks = dict(W=width, BLOCK_M=TRAIL_BLOCK_M, BLOCK_N=update.block_n, num_warps=TRAIL_WARPS)
+    if update.fused:
+        _wy_update_kernel[(col_tiles, batch)](h, t, *sizes, **{**blocks, "BLOCK_M": TRAIL_FUSED_BLOCK_M})
+        return
     rows_per_split = triton.cdiv(triton.cdiv(rows, update.splits), TRAIL_BLOCK_M) * TRAIL_BLOCK_M
     splits = triton.cdiv(rows, rows_per_split)
-    col_tiles = triton.cdiv(update.col_hi - update.col_lo, update.block_n)
     strides = (y.stride(0), y.stride(1), y.stride(2))
-    sizes = (n, c, update.col_lo, update.col_hi)
-    _wy_project_kernel[(col_tiles, splits, batch)](
-        h, y, *sizes, rows_per_split, *strides,
-        W=width, BLOCK_M=TRAIL_BLOCK_M, BLOCK_N=update.block_n, num_warps=TRAIL_WARPS)
+    _wy_project_kernel[(col_tiles, splits, batch)](h, y, *sizes, rows_per_split, *strides, **blocks)
     _wy_apply_kernel[(triton.cdiv(rows, TRAIL_BLOCK_M), col_tiles, batch)](
-        h, y, t, *sizes, splits, *strides,
-        W=width, BLOCK_M=TRAIL_BLOCK_M, BLOCK_N=update.block_n, num_warps=TRAIL_WARPS)
+        h, y, t, *sizes, splits, *strides, **blocks)
 
 
 class Factorization:
@@ -795,9 +903,11 @@ class Factorization:
                 split = min(c + 2 * width, n) if self.lookahead else c + width
                 self.steps.append((c, _update(batch, n, c, c + width, split, LOOKAHEAD_BLOCK_N, sms),
                                    _update(batch, n, c, split, n, TRAIL_BLOCK_N, sms)))
+            # V^T C partials of the updates split by rows (one launch does the others)
             self.y_next, self.y_rest = (
-                torch.zeros((max([u.splits for u in updates if u] or [1]), batch, width,
-                             max([u.col_hi - u.col_lo for u in updates if u] or [1])), **zeros)
+                torch.zeros((max([u.splits for u in updates if u and not u.fused] or [1]), batch, width,
+                             max([u.col_hi - u.col_lo for u in updates if u and not u.fused] or [1])),
+                            **zeros)
                 for updates in zip(*[step[1:] for step in self.steps]))
             self.side = torch.cuda.Stream(device)
             buffers = [self.size, self.t, scratch, self.y_next, self.y_rest]

@@ -63,8 +63,10 @@ def test_panel_matches_geqrf_and_forms_t(batch, n, cluster, c):
 
 
 @pytest.mark.parametrize("next_panel_only", [False, True], ids=["rest", "next-panel"])
-@pytest.mark.parametrize("batch,n,c,splits", [(3, 200, 0, 1), (2, 333, 64, 3), (1, 512, 32, 4)])
-def test_block_reflector_matches_float64(batch, n, c, splits, next_panel_only):
+@pytest.mark.parametrize("batch,n,c,splits,fused", [
+    (3, 200, 0, 1, True), (2, 333, 64, 1, True), (3, 200, 0, 1, False), (2, 333, 64, 3, False), (1, 512, 32, 4, False),
+])
+def test_block_reflector_matches_float64(batch, n, c, splits, fused, next_panel_only):
     torch.manual_seed(n)
     a = torch.randn((batch, n, n), device="cuda")
     panel_h, panel_tau = torch.geqrf(a[:, c:, c:c + WIDTH].double())
@@ -78,9 +80,9 @@ def test_block_reflector_matches_float64(batch, n, c, splits, next_panel_only):
     before = h.clone()
     y = torch.full((splits, batch, WIDTH, n - WIDTH), float("nan"), device="cuda")
     if next_panel_only:
-        update = submission.Update(c + WIDTH, c + 2 * WIDTH, splits, submission.LOOKAHEAD_BLOCK_N)
+        update = submission.Update(c + WIDTH, c + 2 * WIDTH, splits, submission.LOOKAHEAD_BLOCK_N, fused)
     else:
-        update = submission.Update(c + WIDTH, n, splits, submission.TRAIL_BLOCK_N)
+        update = submission.Update(c + WIDTH, n, splits, submission.TRAIL_BLOCK_N, fused)
     submission._apply_block_reflector(h, y, t.float().contiguous(), c, WIDTH, update)
     got = h[:, c:, update.col_lo:update.col_hi].double()
     want = expected[:, :, :update.col_hi - update.col_lo]
