@@ -18,6 +18,8 @@ Algorithm (LAPACK `geqrf`: `geqr2` panel + `larft` + `larfb`, per matrix):
         T := larft(V, tau), so that H_c ... H_{c+W-1} = I - V T V^T
         Y := T^T (V^T C),  C := C - V Y   for C = A[c:, c+W:]   (Triton kernels)
 
+Up to n = SMALL_MAX_N one Triton program factors each matrix in registers,
+reading the caller's tensor and writing fresh outputs: a call is one launch.
 When a whole matrix fits in shared memory the panel is the matrix itself
 (`W = n`) and one launch does everything. Otherwise the panel of width
 `PANEL_WIDTH` is staged in shared memory by one CTA, or split by rows over
@@ -27,7 +29,7 @@ operand is split on chip into `hi = bf16(x)` and `lo = bf16(x - hi)` and the
 product is `hi*hi + hi*lo + lo*hi` accumulated in float32 (~16 mantissa bits);
 panel factorization and `T` stay in float32.
 
-The launch sequence of each (device, batch, n) is captured once in a CUDA
+The launch sequence of each larger (device, batch, n) is captured once in a CUDA
 graph with its own buffers; a call copies the input in, replays the graph and
 returns copies of the outputs, so host time does not grow with the number of
 panels.
@@ -69,6 +71,8 @@ PANEL_WIDTH = 32            # columns per panel of the blocked path; one warp la
 MAX_CLUSTER = 16            # CTAs per matrix in a cluster panel (16 runs with the non-portable attribute)
 CLUSTER_FILL = 1.0          # give each matrix SMs/batch CTAs (rounded down to a power of two)
 SMEM_RESERVE = 4096         # bytes of shared memory kept for the kernel's small arrays
+SMALL_MAX_N = 32            # up to this n a Triton program holds each matrix in registers, no graph
+SMALL_WARPS = ((16, 1), (32, 2))    # (N = n rounded up to a power of two, >= 16: <=, warps)
 SQUARE_THREADS = 512        # threads of the square kernel (best at every n measured, 32 to 232)
 SQUARE_STEP = 8             # a square kernel is compiled for n rounded up to this and serves all n below
 # threads of a panel CTA by cluster size (H200, panel time at 640x512 / 60x1024 / 8x2048):
@@ -132,6 +136,19 @@ def _stage_input_kernel(
 
 
 @triton.jit
+def _lift_exponent(size):
+    """k = min(126, -floor(log2 size)) if size < 2^TINY_EXPONENT, else 0 (from the bits: exact, subnormals too)."""
+    biased = (size.to(tl.int32, bitcast=True) >> 23) & 0xFF      # exponent + 127
+    return tl.where(biased < TINY_EXPONENT + 127, tl.minimum(127 - biased, 126), 0)
+
+
+@triton.jit
+def _power_of_two(k):
+    """2^k for -126 <= k <= 127, exactly."""
+    return ((k + 127) << 23).to(tl.float32, bitcast=True)
+
+
+@triton.jit
 def _lift_kernel(h_ptr, size_ptr, n, INVERSE: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
     """H[b] *= 2^k_b, or R[b] = triu(H[b]) *= 2^-k_b if INVERSE, for matrices with |A[b]|_max < 2^TINY_EXPONENT.
 
@@ -142,11 +159,10 @@ def _lift_kernel(h_ptr, size_ptr, n, INVERSE: tl.constexpr, BLOCK_R: tl.constexp
     pid_r = tl.program_id(0)
     pid_c = tl.program_id(1)
     b = tl.program_id(2).to(tl.int64)
-    biased = (tl.load(size_ptr + b).to(tl.int32, bitcast=True) >> 23) & 0xFF      # exponent + 127
-    k = tl.where(biased < TINY_EXPONENT + 127, tl.minimum(127 - biased, 126), 0)
+    k = _lift_exponent(tl.load(size_ptr + b))
     if INVERSE:
         k = -k
-    factor = ((k + 127) << 23).to(tl.float32, bitcast=True)                    # 2^k, exactly
+    factor = _power_of_two(k)
     rows = pid_r * BLOCK_R + tl.arange(0, BLOCK_R)
     cols = pid_c * BLOCK_C + tl.arange(0, BLOCK_C)
     extent = tl.where(k != 0, n, 0)                         # nothing to touch when k = 0
@@ -155,6 +171,68 @@ def _lift_kernel(h_ptr, size_ptr, n, INVERSE: tl.constexpr, BLOCK_R: tl.constexp
         mask &= rows[:, None] <= cols[None, :]
     ptrs = h_ptr + b * n * n + rows[:, None] * n + cols[None, :]
     tl.store(ptrs, tl.load(ptrs, mask=mask) * factor, mask=mask)
+
+
+# ---------------------------------------------------------------------------
+# Triton: small matrices, each held whole in registers by one program
+# ---------------------------------------------------------------------------
+@triton.jit
+def _small_qr_kernel(
+    a_ptr, h_ptr, tau_ptr, n,
+    stride_ab, stride_ar, stride_ac,
+    N: tl.constexpr, SAFE_LO: tl.constexpr, SAFE_HI: tl.constexpr, LIFT: tl.constexpr,
+):
+    """H[b], tau[b] := geqrf(A[b]) (A any strides, H contiguous) for n <= N, unblocked.
+
+    Column j: the reflector of `larfg` (module docstring) from alpha = A[j, j]
+    and x = A[j+1:, j]; while s = max(|alpha|, |x|_inf) lies in
+    [SAFE_LO, SAFE_HI] the norm is summed as is, else from x / s, and
+    v = (x * lift) / ((alpha - beta) * lift) with lift = LIFT or 1/LIFT so
+    that the quotient neither overflows nor underflows (as the CuTe panel
+    does). Then A[j:, k] -= tau (v^T A[j:, k]) v for every k > j. Rows and
+    columns from n to N stay zero, so they never reach a sum. A matrix whose
+    largest entry is below 2^TINY_EXPONENT is factored as 2^k A (the lift of
+    the blocked path), so that no product is subnormal, and its R scaled back.
+    """
+    b = tl.program_id(0).to(tl.int64)
+    rows = tl.arange(0, N)
+    cols = tl.arange(0, N)
+    inside = (rows[:, None] < n) & (cols[None, :] < n)
+    a = tl.load(a_ptr + b * stride_ab + rows[:, None] * stride_ar + cols[None, :] * stride_ac, mask=inside, other=0.0)
+    k = _lift_exponent(tl.max(tl.max(tl.abs(a), axis=1), axis=0))
+    a = a * _power_of_two(k)
+    taus = tl.zeros((N,), dtype=tl.float32)
+    for j in range(0, n):
+        pivot = cols[None, :] == j
+        column = tl.sum(tl.where(pivot, a, 0.0), axis=1)
+        alpha = tl.sum(tl.where(rows == j, column, 0.0), axis=0)
+        below = rows > j
+        x = tl.where(below, column, 0.0)
+
+        # ----- reflector: beta, tau, v -----
+        xmax = tl.max(tl.abs(x), axis=0)
+        size = tl.maximum(xmax, tl.abs(alpha))
+        safe = (size >= SAFE_LO) & (size <= SAFE_HI)
+        unit = tl.where(size > 0.0, size, 1.0)
+        norm = tl.where(safe, tl.sqrt(alpha * alpha + tl.sum(x * x, axis=0)),
+                        size * tl.sqrt((alpha / unit) * (alpha / unit) + tl.sum((x / unit) * (x / unit), axis=0)))
+        lift = tl.where(safe, 1.0, tl.where(size > 1.0, 1.0 / LIFT, LIFT))
+        reflect = xmax != 0.0
+        beta = tl.where(reflect, tl.where(alpha < 0.0, norm, -norm), alpha)
+        tau = tl.where(reflect, (beta - alpha) / beta, 0.0)
+        scale = tl.where(reflect, 1.0 / ((alpha - beta) * lift), 0.0)
+        v = tl.where(below, (x * lift) * scale, 0.0)
+
+        # ----- A[j:, k] -= tau (v^T A[j:, k]) v for k > j; column j becomes (R, beta, v) -----
+        v_unit = tl.where(rows == j, 1.0, v)
+        w = tl.where(cols > j, tau * tl.sum(v_unit[:, None] * a, axis=0), 0.0)
+        a = a - v_unit[:, None] * w[None, :]
+        a = tl.where(pivot, tl.where(rows == j, beta, tl.where(below, v, column))[:, None], a)
+        taus = tl.where(cols == j, tau, taus)
+
+    a = tl.where(rows[:, None] <= cols[None, :], a * _power_of_two(-k), a)
+    tl.store(h_ptr + b * n * n + rows[:, None] * n + cols[None, :], a, mask=inside)
+    tl.store(tau_ptr + b * n + cols, taus, mask=cols < n)
 
 
 # ---------------------------------------------------------------------------
@@ -822,6 +900,19 @@ def _update(batch: int, n: int, c: int, col_lo: int, col_hi: int, block_n: int, 
     return Update(col_lo, col_hi, max(1, min(splits, triton.cdiv(n - c, TRAIL_BLOCK_M))), block_n, False)
 
 
+def _small_qr(data: torch.Tensor) -> output_t:
+    """geqrf of every matrix of data (n <= SMALL_MAX_N) in one launch; h and tau share one fresh buffer."""
+    batch, n, _ = data.shape
+    tau_at = _round_up(batch * n * n, 4)                # tau 16-byte aligned
+    out = torch.empty(tau_at + batch * n, device=data.device)
+    h, tau = out[:batch * n * n].view(batch, n, n), out[tau_at:].view(batch, n)
+    size = max(16, triton.next_power_of_2(n))
+    _small_qr_kernel[(batch,)](
+        data, h, tau, n, *data.stride(), N=size, SAFE_LO=NORM_SAFE_RANGE[0], SAFE_HI=NORM_SAFE_RANGE[1],
+        LIFT=NORM_LIFT, num_warps=_pick(SMALL_WARPS, size))
+    return h, tau
+
+
 def _stage_grid(batch: int, n: int) -> tuple[int, int, int]:
     return triton.cdiv(n, STAGE_BLOCK[0]), triton.cdiv(n, STAGE_BLOCK[1]), batch
 
@@ -1027,7 +1118,7 @@ def _factorization(batch: int, n: int, device: torch.device) -> Factorization | 
 # Entry point
 # ---------------------------------------------------------------------------
 def _fast_path_ok(data) -> bool:
-    return (cutlass is not None and isinstance(data, torch.Tensor) and data.is_cuda
+    return (isinstance(data, torch.Tensor) and data.is_cuda
             and data.dtype == torch.float32 and data.dim() == 3
             and data.shape[1] == data.shape[2] and data.numel() > 0)
 
@@ -1051,8 +1142,8 @@ def custom_kernel(data: input_t) -> output_t:
     Fast path: a CUDA float32 tensor of shape (batch, n, n) with batch >= 1
     and 1 <= n <= MAX_CLUSTER * PANEL_MAX_ROWS, any strides. Other inputs
     that torch.geqrf accepts (CPU tensors, float64, complex, 2-D or 4-D+
-    batches, non-square or empty tensors, larger n, or any input when the
-    CUTLASS DSL is missing) are passed to it; float16, bfloat16, integer and
+    batches, non-square or empty tensors, larger n, or n > SMALL_MAX_N when
+    the CUTLASS DSL is missing) are passed to it; float16, bfloat16, integer and
     bool tensors, fewer than two dimensions and non-tensors raise
     ValueError/TypeError. `data` is never modified; the outputs are fresh.
     """
@@ -1060,7 +1151,9 @@ def custom_kernel(data: input_t) -> output_t:
         return _fallback(data)
     batch, n, _ = data.shape
     with torch.cuda.device(data.device):
-        f = _factorization(batch, n, data.device)
+        if n <= SMALL_MAX_N:
+            return _small_qr(data)
+        f = _factorization(batch, n, data.device) if cutlass is not None else None
         return torch.geqrf(data) if f is None else f(data)
 
 

@@ -5,8 +5,10 @@
 Host time: the mean over --calls calls issued while the GPU is still busy
 with a long sleep, so no call waits for the device. GPU time: the mean over
 --calls back-to-back calls between CUDA events after a synchronize (L2 not
-flushed: the inputs are small). Parts: the copy in, the graph replay, the
-two copies out, and one direct launch of the compiled CuTe kernel.
+flushed: the inputs are small). Parts: the input checks and device guard of
+every call; for n <= SMALL_MAX_N the one Triton launch and its output
+allocation; otherwise the copy in, the graph replay, the two copies out,
+and one direct launch of the compiled CuTe kernel.
 """
 import argparse
 import sys
@@ -47,6 +49,11 @@ def _gpu_us(fn, calls: int) -> float:
     return watch.elapsed_ns() / calls / 1e3
 
 
+def _device_guard(device: torch.device) -> None:
+    with torch.cuda.device(device):
+        pass
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--shapes", default="20x32,40x176")
@@ -57,16 +64,24 @@ def main(argv: list[str]) -> int:
     for shape in args.shapes.split(","):
         batch, n = map(int, shape.split("x"))
         a = torch.randn((batch, n, n), device="cuda")
-        f = submission._factorization(batch, n, a.device)
-        stream = submission.cuda.CUstream(torch.cuda.current_stream().cuda_stream)
-        parts = {
-            "call": lambda: submission.custom_kernel(a),
-            "copy in": lambda: f.h.copy_(a),
-            "graph replay": f.graph.replay,
-            "copies out": lambda: (f.h.clone(), f.tau.clone()),
-            "cute launch": lambda: f.panel(*f.cute_args, submission.cutlass.Int32(0), stream),
-            "empty x2": lambda: (torch.empty_like(a), torch.empty((batch, n), device=a.device)),
-        }
+        parts = {"call": lambda: submission.custom_kernel(a),
+                 "input checks": lambda: submission._fast_path_ok(a),
+                 "device guard": lambda: _device_guard(a.device)}
+        if n <= submission.SMALL_MAX_N:
+            parts |= {
+                "small launch": lambda: submission._small_qr(a),
+                "empty": lambda: torch.empty(batch * (n * n + n), device=a.device),
+            }
+        else:
+            f = submission._factorization(batch, n, a.device)
+            stream = submission.cuda.CUstream(torch.cuda.current_stream().cuda_stream)
+            parts |= {
+                "copy in": lambda: f.h.copy_(a),
+                "graph replay": f.graph.replay,
+                "copies out": lambda: (f.h.clone(), f.tau.clone()),
+                "cute launch": lambda: f.panel(*f.cute_args[0], submission.cutlass.Int32(0), stream),
+                "empty x2": lambda: (torch.empty_like(a), torch.empty((batch, n), device=a.device)),
+            }
         for name, fn in parts.items():
             print(f"{shape:>8s} {name:>14s} {_host_us(fn, args.calls):9.1f} {_gpu_us(fn, args.calls):9.1f}",
                   flush=True)

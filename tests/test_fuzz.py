@@ -34,6 +34,8 @@ def draw(i: int) -> dict:
 
 
 def _path(batch: int, n: int) -> str:
+    if n <= submission.SMALL_MAX_N:
+        return "small"
     sms, smem = submission._device_limits(torch.cuda.current_device())
     plan = submission.make_plan(batch, n, sms, smem)
     if plan is None:

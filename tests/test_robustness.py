@@ -59,8 +59,40 @@ def test_fewer_than_two_dims_is_refused(device, shape):
 
 
 # ---------------------------------------------------------------------------
-# The lift of tiny matrices (Triton interpreter on the CPU)
+# Triton kernels on the CPU (interpreter): small matrices, the lift of tiny ones
 # ---------------------------------------------------------------------------
+SMALL_CHECK = """
+import torch, submission
+g = torch.Generator().manual_seed(0)
+for n in [1, 2, 3, 5, 8, 13, 16, 17, 31, 32]:
+    a = torch.randn(4, n, n, generator=g)
+    a[1] *= 1e-30                                  # lifted by 2^k before the factorization
+    a[2] *= 1e30                                   # norms rescaled
+    a[3, 0, :] = 0.0                               # zero column 0 of the view: tau = 0
+    view = a.transpose(-1, -2)
+    h, tau = submission._small_qr(view)
+    ref_h, ref_tau = torch.geqrf(view.double())
+    assert h.shape == (4, n, n) and tau.shape == (4, n) and h.is_contiguous() and tau.is_contiguous()
+    for b in range(4):
+        assert (h[b].double() - ref_h[b]).abs().max() <= 1e-5 * ref_h[b].abs().max(), (n, b)
+        assert (tau[b].double() - ref_tau[b]).abs().max() <= 1e-5, (n, b)
+    assert torch.equal(tau[3, :1], torch.zeros(1))
+print("small ok")
+"""
+
+
+def _run_interpreted(script: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ, TRITON_INTERPRET="1", QR_SKIP_PRECOMPILE="1", CUDA_VISIBLE_DEVICES="")
+    root = Path(__file__).resolve().parent.parent
+    return subprocess.run([sys.executable, "-c", script], cwd=root, env=env, capture_output=True, text=True,
+                          timeout=300)
+
+
+def test_small_kernel_matches_float64_geqrf():
+    result = _run_interpreted(SMALL_CHECK)
+    assert result.returncode == 0 and "small ok" in result.stdout, result.stderr[-3000:]
+
+
 LIFT_CHECK = """
 import torch, submission
 a = torch.randn(3, 37, 37, generator=torch.Generator().manual_seed(0))
@@ -84,10 +116,7 @@ print("lift ok")
 
 
 def test_stage_and_lift_kernels():
-    env = dict(os.environ, TRITON_INTERPRET="1", QR_SKIP_PRECOMPILE="1", CUDA_VISIBLE_DEVICES="")
-    root = Path(__file__).resolve().parent.parent
-    result = subprocess.run([sys.executable, "-c", LIFT_CHECK], cwd=root, env=env,
-                            capture_output=True, text=True, timeout=300)
+    result = _run_interpreted(LIFT_CHECK)
     assert result.returncode == 0 and "lift ok" in result.stdout, result.stderr[-3000:]
 
 
@@ -121,7 +150,7 @@ def test_second_device():
 # ---------------------------------------------------------------------------
 @pytest.mark.gpu
 @pytest.mark.parametrize("batch,n", [(6, 32), (6, 200), (70, 300), (6, 600)],
-                         ids=["square-32", "square-200", "one-cta-panels", "cluster-panels"])
+                         ids=["small-32", "square-200", "one-cta-panels", "cluster-panels"])
 def test_nan_and_inf_stay_in_their_matrix(batch, n):
     clean = reference.generate_input(batch, n, 1, 41, "dense")
     dirty = clean.clone()

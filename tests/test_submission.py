@@ -108,6 +108,15 @@ def test_odd_shapes(batch, n):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("batch", [1, 7, 40])
+@pytest.mark.parametrize("ns", [range(1, 65), range(150, 241)], ids=["n1-64", "n150-240"])
+def test_small_and_square_sweeps(batch, ns):
+    for n in ns:
+        a = reference.generate_input(batch, n, 1, 1000 + n, "dense")
+        assert_factors(a, submission.custom_kernel(a))
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("magnitude", [1e30, 1e-30])
 @pytest.mark.parametrize("batch,n", [(4, 32), (4, 200), (3, 512), (2, 1024), (1, 2048)])
 def test_extreme_magnitudes(batch, n, magnitude):
