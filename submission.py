@@ -72,7 +72,7 @@ MAX_CLUSTER = 16            # CTAs per matrix in a cluster panel (16 runs with t
 CLUSTER_FILL = 1.0          # give each matrix SMs/batch CTAs (rounded down to a power of two)
 SMEM_RESERVE = 4096         # bytes of shared memory kept for the kernel's small arrays
 SMALL_MAX_N = 32            # up to this n a Triton program holds each matrix in registers, no graph
-SMALL_WARPS = ((16, 1), (32, 2))    # (N = n rounded up to a power of two, >= 16: <=, warps)
+SMALL_WARPS = ((16, 1), (32, 4))    # (N = n rounded up to a power of two, >= 16: <=, warps)
 SQUARE_THREADS = 512        # threads of the square kernel (best at every n measured, 32 to 232)
 SQUARE_STEP = 8             # a square kernel is compiled for n rounded up to this and serves all n below
 # threads of a panel CTA by cluster size (H200, panel time at 640x512 / 60x1024 / 8x2048):
@@ -176,7 +176,7 @@ def _lift_kernel(h_ptr, size_ptr, n, INVERSE: tl.constexpr, BLOCK_R: tl.constexp
 # ---------------------------------------------------------------------------
 # Triton: small matrices, each held whole in registers by one program
 # ---------------------------------------------------------------------------
-@triton.jit
+@triton.jit(do_not_specialize=["stride_ab", "stride_ar", "stride_ac"])
 def _small_qr_kernel(
     a_ptr, h_ptr, tau_ptr, n,
     stride_ab, stride_ar, stride_ac,
@@ -190,7 +190,9 @@ def _small_qr_kernel(
     v = (x * lift) / ((alpha - beta) * lift) with lift = LIFT or 1/LIFT so
     that the quotient neither overflows nor underflows (as the CuTe panel
     does). Then A[j:, k] -= tau (v^T A[j:, k]) v for every k > j. Rows and
-    columns from n to N stay zero, so they never reach a sum. A matrix whose
+    columns from n to N stay zero, so they never reach a sum. The strides
+    are not specialized: every view of a matrix then gets the same code, the
+    same register layout and so the same sums, bit for bit. A matrix whose
     largest entry is below 2^TINY_EXPONENT is factored as 2^k A (the lift of
     the blocked path), so that no product is subnormal, and its R scaled back.
     """
@@ -202,33 +204,34 @@ def _small_qr_kernel(
     k = _lift_exponent(tl.max(tl.max(tl.abs(a), axis=1), axis=0))
     a = a * _power_of_two(k)
     taus = tl.zeros((N,), dtype=tl.float32)
-    for j in range(0, n):
-        pivot = cols[None, :] == j
-        column = tl.sum(tl.where(pivot, a, 0.0), axis=1)
-        alpha = tl.sum(tl.where(rows == j, column, 0.0), axis=0)
-        below = rows > j
-        x = tl.where(below, column, 0.0)
+    for j in range(0, N):          # static bound (Triton 3.6 cannot interpret range(n)); j >= n skips
+        if j < n:
+            pivot = cols[None, :] == j
+            column = tl.sum(tl.where(pivot, a, 0.0), axis=1)
+            alpha = tl.sum(tl.where(rows == j, column, 0.0), axis=0)
+            below = rows > j
+            x = tl.where(below, column, 0.0)
 
-        # ----- reflector: beta, tau, v -----
-        xmax = tl.max(tl.abs(x), axis=0)
-        size = tl.maximum(xmax, tl.abs(alpha))
-        safe = (size >= SAFE_LO) & (size <= SAFE_HI)
-        unit = tl.where(size > 0.0, size, 1.0)
-        norm = tl.where(safe, tl.sqrt(alpha * alpha + tl.sum(x * x, axis=0)),
-                        size * tl.sqrt((alpha / unit) * (alpha / unit) + tl.sum((x / unit) * (x / unit), axis=0)))
-        lift = tl.where(safe, 1.0, tl.where(size > 1.0, 1.0 / LIFT, LIFT))
-        reflect = xmax != 0.0
-        beta = tl.where(reflect, tl.where(alpha < 0.0, norm, -norm), alpha)
-        tau = tl.where(reflect, (beta - alpha) / beta, 0.0)
-        scale = tl.where(reflect, 1.0 / ((alpha - beta) * lift), 0.0)
-        v = tl.where(below, (x * lift) * scale, 0.0)
+            # ----- reflector: beta, tau, v -----
+            xmax = tl.max(tl.abs(x), axis=0)
+            size = tl.maximum(xmax, tl.abs(alpha))
+            safe = (size >= SAFE_LO) & (size <= SAFE_HI)
+            unit = tl.where(size > 0.0, size, 1.0)
+            norm = tl.where(safe, tl.sqrt(alpha * alpha + tl.sum(x * x, axis=0)),
+                            size * tl.sqrt((alpha / unit) * (alpha / unit) + tl.sum((x / unit) * (x / unit), axis=0)))
+            lift = tl.where(safe, 1.0, tl.where(size > 1.0, 1.0 / LIFT, LIFT))
+            reflect = xmax != 0.0
+            beta = tl.where(reflect, tl.where(alpha < 0.0, norm, -norm), alpha)
+            tau = tl.where(reflect, (beta - alpha) / beta, 0.0)
+            scale = tl.where(reflect, 1.0 / ((alpha - beta) * lift), 0.0)
+            v = tl.where(below, (x * lift) * scale, 0.0)
 
-        # ----- A[j:, k] -= tau (v^T A[j:, k]) v for k > j; column j becomes (R, beta, v) -----
-        v_unit = tl.where(rows == j, 1.0, v)
-        w = tl.where(cols > j, tau * tl.sum(v_unit[:, None] * a, axis=0), 0.0)
-        a = a - v_unit[:, None] * w[None, :]
-        a = tl.where(pivot, tl.where(rows == j, beta, tl.where(below, v, column))[:, None], a)
-        taus = tl.where(cols == j, tau, taus)
+            # ----- A[j:, k] -= tau (v^T A[j:, k]) v for k > j; column j becomes (R, beta, v) -----
+            v_unit = tl.where(rows == j, 1.0, v)
+            w = tl.where(cols > j, tau * tl.sum(v_unit[:, None] * a, axis=0), 0.0)
+            a = a - v_unit[:, None] * w[None, :]
+            a = tl.where(pivot, tl.where(rows == j, beta, tl.where(below, v, column))[:, None], a)
+            taus = tl.where(cols == j, tau, taus)
 
     a = tl.where(rows[:, None] <= cols[None, :], a * _power_of_two(-k), a)
     tl.store(h_ptr + b * n * n + rows[:, None] * n + cols[None, :], a, mask=inside)
