@@ -305,8 +305,9 @@ def _wy_update_kernel(
 ):
     """C[:, cols] := C[:, cols] - V T^T V^T C[:, cols] for one tile of columns, C = H[b, c:, col_lo:col_hi].
 
-    The program reads its column strip twice (V^T C, then the update), so the
-    second read mostly hits L2 and nothing but C is written.
+    The program reads its column strip twice (V^T C, then the update; the
+    second read can hit L2) and writes nothing but C: no V^T C round trip
+    through memory and one launch instead of two.
     """
     pid_n = tl.program_id(0)
     b = tl.program_id(1)
