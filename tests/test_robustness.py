@@ -59,7 +59,7 @@ def test_fewer_than_two_dims_is_refused(device, shape):
 
 
 # ---------------------------------------------------------------------------
-# Triton kernels on the CPU (interpreter): small matrices, the lift of tiny ones
+# Triton kernels on the CPU (interpreter): small matrices, trailing updates, the lift
 # ---------------------------------------------------------------------------
 SMALL_CHECK = """
 import torch, submission
@@ -78,6 +78,42 @@ for n in [1, 2, 3, 5, 8, 13, 16, 17, 31, 32]:
         assert (tau[b].double() - ref_tau[b]).abs().max() <= 1e-5, (n, b)
     assert torch.equal(tau[3, :1], torch.zeros(1))
 print("small ok")
+"""
+
+
+TRAILING_CHECK = """
+import torch, triton, triton.language as tl, submission
+
+@triton.jit
+def _dot_float32(a, b_big, b_small, acc):       # the interpreter has no bf16 tensor cores: check the indexing
+    return tl.dot(a, b_big.to(tl.float32) + b_small.to(tl.float32), acc, input_precision="ieee")
+
+submission._dot_3xbf16_split = _dot_float32
+g = torch.Generator().manual_seed(0)
+batch, n, w, c = 2, 100, submission.PANEL_WIDTH, 32
+a = torch.randn(batch, n, n, generator=g)
+panel_h, panel_tau = torch.geqrf(a[:, c:, c:c + w].double())
+h0 = a.clone()
+h0[:, c:, c:c + w] = panel_h.float()
+v = panel_h.tril(-1)
+v[:, range(w), range(w)] = 1.0
+gram = torch.triu(v.transpose(1, 2) @ v, 1)
+t = torch.linalg.solve_triangular(torch.eye(w, dtype=torch.float64) + panel_tau[:, :, None] * gram,
+                                  torch.diag_embed(panel_tau), upper=True)
+trailing = a[:, c:, c + w:].double()
+want = trailing - v @ (t.transpose(1, 2) @ (v.transpose(1, 2) @ trailing))
+for fused, splits in ((True, 1), (False, 1), (False, 3)):
+    for lo, hi, block_n in ((c + w, n, 64), (c + w, c + 2 * w, 32), (c + 2 * w, n, 64)):
+        h = h0.clone()
+        y = torch.full((splits, batch, w, n - w), float("nan"))
+        submission._apply_block_reflector(h, y, t.float().contiguous(), c, w,
+                                          submission.Update(lo, hi, splits, block_n, fused))
+        got = h[:, c:, lo:hi].double()
+        err = (got - want[:, :, lo - c - w:hi - c - w]).abs().max() / want.abs().max()
+        assert err <= 1e-4, (fused, splits, lo, hi, err.item())
+        assert torch.equal(h[:, :, :lo], h0[:, :, :lo]) and torch.equal(h[:, :, hi:], h0[:, :, hi:])
+        assert torch.equal(h[:, :c], h0[:, :c])
+print("trailing ok")
 """
 
 
@@ -113,6 +149,11 @@ assert torch.equal(h[:, upper], staged[:, upper])
 assert torch.equal(h[1][~upper], staged[1][~upper] * 2.0 ** 126)
 print("lift ok")
 """
+
+
+def test_trailing_update_kernels_index_the_right_tiles():
+    result = _run_interpreted(TRAILING_CHECK)
+    assert result.returncode == 0 and "trailing ok" in result.stdout, result.stderr[-3000:]
 
 
 def test_stage_and_lift_kernels():
