@@ -130,7 +130,8 @@ def _stage_input_kernel(
     rows = pid_r * BLOCK_R + tl.arange(0, BLOCK_R)
     cols = pid_c * BLOCK_C + tl.arange(0, BLOCK_C)
     mask = (rows[:, None] < n) & (cols[None, :] < n)
-    x = tl.load(a_ptr + b * stride_ab + rows[:, None] * stride_ar + cols[None, :] * stride_ac, mask=mask, other=0.0)
+    offsets = b * stride_ab + rows.to(tl.int64)[:, None] * stride_ar + cols.to(tl.int64)[None, :] * stride_ac
+    x = tl.load(a_ptr + offsets, mask=mask, other=0.0)
     tl.store(h_ptr + b * n * n + rows[:, None] * n + cols[None, :], x, mask=mask)
     tl.atomic_max(size_ptr + b, tl.max(tl.max(tl.abs(x), axis=1), axis=0))
 
@@ -200,7 +201,8 @@ def _small_qr_kernel(
     rows = tl.arange(0, N)
     cols = tl.arange(0, N)
     inside = (rows[:, None] < n) & (cols[None, :] < n)
-    a = tl.load(a_ptr + b * stride_ab + rows[:, None] * stride_ar + cols[None, :] * stride_ac, mask=inside, other=0.0)
+    offsets = b * stride_ab + rows.to(tl.int64)[:, None] * stride_ar + cols.to(tl.int64)[None, :] * stride_ac
+    a = tl.load(a_ptr + offsets, mask=inside, other=0.0)
     k = _lift_exponent(tl.max(tl.max(tl.abs(a), axis=1), axis=0))
     a = a * _power_of_two(k)
     taus = tl.zeros((N,), dtype=tl.float32)
