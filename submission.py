@@ -576,9 +576,10 @@ if cutlass is not None:
                 if cutlass.const_expr(G > 1):          # partial dot products across the cluster
                     if cutlass.const_expr(self.resident):
                         for s in cutlass.range_constexpr(self.slots):
-                            if warp + NW * s > j:
-                                if warp + NW * s < w:
-                                    self._publish_dot(rV, rCols[s], mScratch, b, rank, warp + NW * s, lane)
+                            own = warp + NW * s
+                            if own > j:
+                                if own < w:
+                                    self._publish_dot(rV, rCols[s], mScratch, b, rank, own, lane)
                     else:
                         for k in cutlass.range(j + 1 + warp, w, NW):
                             self._load_column(sP, rA, k, rstart, nloc, lane)
