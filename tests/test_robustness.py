@@ -178,6 +178,21 @@ def test_non_contiguous_and_transposed_views(n):
 
 
 @pytest.mark.gpu
+def test_small_kernel_relaunch_follows_alignment_and_strides():
+    # after the first call of an n, the compiled kernel is launched directly: a kernel compiled for
+    # a 16-byte aligned input would fault (or read wrong data) on a shifted one
+    n = 20
+    flat = torch.randn(4 * n * n + 1, device="cuda")
+    aligned, shifted = flat[:-1].view(4, n, n), flat[1:].view(4, n, n)
+    for name, x in [("aligned", aligned), ("shifted", shifted), ("transposed", aligned.transpose(-1, -2)),
+                    ("aligned again", aligned), ("shifted again", shifted)]:
+        h, tau = submission.custom_kernel(x)
+        ref_h, ref_tau = submission.custom_kernel(x.contiguous())
+        assert torch.equal(h, ref_h) and torch.equal(tau, ref_tau), name
+        assert_factors(x.contiguous(), (h, tau))
+
+
+@pytest.mark.gpu
 @pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs a second CUDA device")
 def test_second_device():
     a = reference.generate_input(4, 300, 1, 37, "dense").to("cuda:1")
