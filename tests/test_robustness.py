@@ -151,7 +151,25 @@ print("lift ok")
 """
 
 
+RUNTIME_LOOP_PROBE = """
+import torch, triton, triton.language as tl
+
+@triton.jit
+def _count(x_ptr, n):
+    for i in range(1, n):
+        tl.store(x_ptr + i, i)
+
+x = torch.zeros(3)
+_count[(1,)](x, 3)
+print("loops ok" if x.tolist() == [0.0, 1.0, 2.0] else "loops wrong")
+"""
+
+
 def test_trailing_update_kernels_index_the_right_tiles():
+    probe = _run_interpreted(RUNTIME_LOOP_PROBE)
+    if "loops ok" not in probe.stdout:      # Triton 3.6's interpreter under NumPy 2 (int() of a 1-element array)
+        pytest.skip("this Triton's interpreter cannot loop to run-time bounds; "
+                    "tests/test_kernels.py runs these kernels on a GPU")
     result = _run_interpreted(TRAILING_CHECK)
     assert result.returncode == 0 and "trailing ok" in result.stdout, result.stderr[-3000:]
 
