@@ -202,18 +202,18 @@ def _small_qr_kernel(
     the blocked path), so that no product is subnormal, and its R scaled back.
     """
     b = tl.program_id(0).to(tl.int64)
-    rows = tl.arange(0, N)
-    cols = tl.arange(0, N)
-    inside = (rows[:, None] < n) & (cols[None, :] < n)
-    offsets = b * stride_ab + rows.to(tl.int64)[:, None] * stride_ar + cols.to(tl.int64)[None, :] * stride_ac
-    a = tl.load(a_ptr + offsets, mask=inside, other=0.0)
-    k = _lift_exponent(tl.max(tl.max(tl.abs(a), axis=1), axis=0))
-    a = a * _power_of_two(k)
+    rows = tl.arange(0, N)          # r, along the tile's dim 1
+    cols = tl.arange(0, N)          # k, along the tile's dim 0
+    inside = (cols[:, None] < n) & (rows[None, :] < n)
+    offsets = b * stride_ab + rows.to(tl.int64)[None, :] * stride_ar + cols.to(tl.int64)[:, None] * stride_ac
+    at = tl.load(a_ptr + offsets, mask=inside, other=0.0)          # at[k, r] = A[r, k]
+    k = _lift_exponent(tl.max(tl.max(tl.abs(at), axis=1), axis=0))
+    at = at * _power_of_two(k)
     taus = tl.zeros((N,), dtype=tl.float32)
     for j in range(0, N):          # static bound (Triton 3.6 cannot interpret range(n)); j >= n skips
         if j < n:
-            pivot = cols[None, :] == j
-            column = tl.sum(tl.where(pivot, a, 0.0), axis=1)
+            pivot = cols[:, None] == j
+            column = tl.sum(tl.where(pivot, at, 0.0), axis=0)
             alpha = tl.sum(tl.where(rows == j, column, 0.0), axis=0)
             below = rows > j
             x = tl.where(below, column, 0.0)
@@ -234,13 +234,13 @@ def _small_qr_kernel(
 
             # ----- A[j:, k] -= tau (v^T A[j:, k]) v for k > j; column j becomes (R, beta, v) -----
             v_unit = tl.where(rows == j, 1.0, v)
-            w = tl.where(cols > j, tau * tl.sum(v_unit[:, None] * a, axis=0), 0.0)
-            a = a - v_unit[:, None] * w[None, :]
-            a = tl.where(pivot, tl.where(rows == j, beta, tl.where(below, v, column))[:, None], a)
+            w = tl.where(cols > j, tau * tl.sum(at * v_unit[None, :], axis=1), 0.0)
+            at = at - w[:, None] * v_unit[None, :]
+            at = tl.where(pivot, tl.where(rows == j, beta, tl.where(below, v, column))[None, :], at)
             taus = tl.where(cols == j, tau, taus)
 
-    a = tl.where(rows[:, None] <= cols[None, :], a * _power_of_two(-k), a)
-    tl.store(h_ptr + b * n * n + rows[:, None] * n + cols[None, :], a, mask=inside)
+    at = tl.where(rows[None, :] <= cols[:, None], at * _power_of_two(-k), at)
+    tl.store(h_ptr + b * n * n + rows[None, :] * n + cols[:, None], at, mask=inside)
     tl.store(tau_ptr + b * n + cols, taus, mask=cols < n)
 
 
