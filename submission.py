@@ -195,7 +195,10 @@ def _small_qr_kernel(
     v = (x * lift) / ((alpha - beta) * lift) with lift = LIFT or 1/LIFT so
     that the quotient neither overflows nor underflows (as the CuTe panel
     does). Then A[j:, k] -= tau (v^T A[j:, k]) v for every k > j. Rows and
-    columns from n to N stay zero, so they never reach a sum. The strides
+    columns from n to N stay zero, so they never reach a sum. The tile holds
+    A transposed (at[k, r] = A[r, k]): Triton spreads a tile's dim 1 over a
+    warp's lanes, so the sums over a column's rows (|x|^2, v^T A[:, k]) are
+    warp shuffles and only picking out column j crosses warps. The strides
     are not specialized: every view of a matrix then gets the same code, the
     same register layout and so the same sums, bit for bit. A matrix whose
     largest entry is below 2^TINY_EXPONENT is factored as 2^k A (the lift of
