@@ -274,11 +274,14 @@ def _dot_3xbf16_split(a, b_big, b_small, acc):
 
 @triton.jit
 def _load_reflectors(h_ptr, rows, row_end, c, n, W: tl.constexpr):
-    """V[rows, 0:W] of the panel at column c (rows < row_end): unit diagonal, zero above, H below."""
+    """V[rows, 0:W] of the panel at column c (rows < row_end): unit diagonal, zero above, H below.
+
+    Whole rows are loaded (masked by row and by k < n only, so that they
+    load as vectors) and the triangle is selected in registers.
+    """
     k = c + tl.arange(0, W)
-    below = (rows[:, None] > k[None, :]) & (rows[:, None] < row_end)
-    v = tl.load(h_ptr + rows[:, None] * n + k[None, :], mask=below, other=0.0)
-    return tl.where(rows[:, None] == k[None, :], 1.0, v)
+    h = tl.load(h_ptr + rows[:, None] * n + k[None, :], mask=(rows < row_end)[:, None] & (k < n)[None, :], other=0.0)
+    return tl.where(rows[:, None] > k[None, :], h, tl.where(rows[:, None] == k[None, :], 1.0, 0.0))
 
 
 @triton.jit
