@@ -91,7 +91,7 @@ TRAIL_MIN_PROGRAMS = 2      # V^T C gets at least this many programs per SM (row
 TRAIL_FUSE_PROGRAMS = 4     # from this many column tiles per SM, one launch does V^T C and the update
 TRAIL_FUSED_BLOCK_M = 32    # rows of a tile of that launch (-2% vs 64 at 640x512)
 # software-pipeline stages of the trailing kernels' row loops: 1 (no prefetch) leaves room for more
-# programs per SM; H200 vs 3: -15% at 640x512, -13% at 60x1024, -6% at 40x352, -5% at 8x2048 and 2x4096
+# programs per SM; H200 vs 3: -15% at 640x512, -13% at 60x1024; vs 2: -4% at 40x352, 0 at 8x2048
 TRAIL_STAGES = 1
 MAX_CACHED_SHAPES = 16      # (device, batch, n) whose buffers and CUDA graph stay alive ...
 MAX_CACHED_BYTES = 2 << 30  # ... while their buffers take at most this much device memory
