@@ -46,7 +46,7 @@ Importing on a GPU machine compiles and warms up the benchmark shapes; set
 import os
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 import torch
@@ -81,8 +81,11 @@ SQUARE_STEP = 8             # a square kernel is compiled for n rounded up to th
 # 2-8 CTAs hold few rows and gain from 16 warps (4.7 vs 5.1 ms); at 16, 8 warps (11.5 vs 13.3 ms)
 PANEL_THREADS = ((1, 256), (8, 512), (MAX_CLUSTER, 256))
 PANEL_MAX_ROWS = 1024       # rows a panel CTA holds: 2 x 32 registers per lane for v and a column
-# a warp keeps its panel columns in registers when a lane's share fits in this many (more would cost
-# occupancy: one CTA per matrix at 640x512 needs 64 and ran 4% slower; 2-16 CTAs gained 6-11%)
+# a panel's CTAs hold the rows left below it rounded up to this, so that later panels take less shared
+# memory and fewer registers and more CTAs fit on an SM (one compiled kernel per step of rows)
+PANEL_ROW_STEP = 128
+# where a launch has at most one CTA per SM (registers then cost no occupancy), a warp keeps its panel
+# columns in registers when a lane's share fits in this many (2-16 CTAs a matrix gained 6-11%)
 PANEL_RESIDENT_REGS = 32
 TRAIL_BLOCK_M = 64          # rows of a trailing-update tile
 TRAIL_BLOCK_N = 64          # columns of a trailing-update tile (64 beat 128 by 5% at 640x512 with the fused update)
@@ -413,7 +416,8 @@ if cutlass is not None:
         row-major staging copies are free of bank conflicts. Within a CTA a
         warp updates every NW-th trailing column (lanes stride over rows, a
         warp shuffle sums a dot product) and a lane keeps its rows of v in
-        registers (`rows_per_lane`). If `resident`, warp i owns columns
+        registers (`rows_per_lane`). If `resident` (asked for and a lane's
+        share within PANEL_RESIDENT_REGS), warp i owns columns
         i, i + NW, ... for the whole panel, keeps them in registers and
         stores a column to shared memory only when it becomes the next
         pivot; otherwise at step j it takes columns j+1+i, j+1+i+NW, ... and
@@ -428,12 +432,12 @@ if cutlass is not None:
         scaled into v (and beta stored on its diagonal) during column j+1.
 
         Shared memory: ld * width floats of panel, plus width^2 (Gram) and
-        width^2 (T) when `form_t`, plus 2 * width + 6 floats. n is a run-time size:
-        one compiled kernel serves every n with ceil(n / cluster) <= rows
-        (and n <= width for a square plan).
+        width^2 (T) when `form_t`, plus 2 * width + 6 floats. n and c are run-time
+        sizes: one compiled kernel serves every n and c with
+        ceil((n - c) / cluster) <= rows (and n <= width for a square plan).
         """
 
-        def __init__(self, rows: int, width: int, cluster: int, threads: int, form_t: bool):
+        def __init__(self, rows: int, width: int, cluster: int, threads: int, form_t: bool, resident: bool):
             self.rows = rows                    # rows a CTA can hold; n is read from mH at run time
             self.width = width
             self.cluster = cluster
@@ -442,7 +446,7 @@ if cutlass is not None:
             self.ld = rows | 1
             self.rows_per_lane = -(-rows // WARP)
             self.slots = -(-width // (threads // WARP))       # columns a warp owns
-            self.resident = self.slots * self.rows_per_lane <= PANEL_RESIDENT_REGS
+            self.resident = resident and self.slots * self.rows_per_lane <= PANEL_RESIDENT_REGS
 
         @cute.jit
         def __call__(self, mA: cute.Tensor, mH: cute.Tensor, mTau: cute.Tensor,
@@ -807,6 +811,8 @@ class Plan:
     A CTA holds up to `rows` rows of a panel `width` columns wide. `square`:
     the panel is the whole matrix (n <= width = rows, one launch), else
     panels of PANEL_WIDTH columns over clusters of `cluster` CTAs.
+    `resident`: a launch has at most one CTA per SM, so its warps may keep
+    their columns in registers without costing occupancy.
     """
 
     square: bool
@@ -814,6 +820,7 @@ class Plan:
     rows: int
     cluster: int
     threads: int
+    resident: bool
 
 
 def scratch_slots(width: int) -> int:
@@ -844,10 +851,18 @@ def _round_up(x: int, step: int) -> int:
     return -(-x // step) * step
 
 
-def blocked_plan(n: int, cluster: int) -> Plan:
+def blocked_plan(n: int, cluster: int, resident: bool) -> Plan:
     """PANEL_WIDTH-column panels of n rows, split by rows over `cluster` CTAs."""
     rows = _round_up(-(-n // cluster), WARP)
-    return Plan(False, PANEL_WIDTH, rows, cluster, _pick(PANEL_THREADS, cluster))
+    return Plan(False, PANEL_WIDTH, rows, cluster, _pick(PANEL_THREADS, cluster), resident)
+
+
+def panel_plan(plan: Plan, n: int, c: int) -> Plan:
+    """The plan of the panel at column c: CTAs that hold only the n - c rows left (per cluster CTA),
+    rounded up to PANEL_ROW_STEP; a square plan as it is."""
+    if plan.square:
+        return plan
+    return replace(plan, rows=min(plan.rows, _round_up(-(-(n - c) // plan.cluster), PANEL_ROW_STEP)))
 
 
 def make_plan(batch: int, n: int, sms: int, smem: int) -> Plan | None:
@@ -860,15 +875,16 @@ def make_plan(batch: int, n: int, sms: int, smem: int) -> Plan | None:
     budget = smem - SMEM_RESERVE
     size = _round_up(n, SQUARE_STEP)
     if panel_smem_bytes(size, size, False) <= budget:
-        return Plan(True, size, size, 1, SQUARE_THREADS)
+        return Plan(True, size, size, 1, SQUARE_THREADS, batch <= sms)
     cluster = 1
     while cluster * 2 <= min(MAX_CLUSTER, CLUSTER_FILL * sms / batch):
         cluster *= 2
-    plan = blocked_plan(n, cluster)
+    plan = blocked_plan(n, cluster, batch * cluster <= sms)
     while panel_smem_bytes(plan.rows, plan.width, True) > budget or plan.rows > PANEL_MAX_ROWS:
-        if plan.cluster == MAX_CLUSTER:
+        if cluster == MAX_CLUSTER:
             return None
-        plan = blocked_plan(n, plan.cluster * 2)
+        cluster *= 2
+        plan = blocked_plan(n, cluster, batch * cluster <= sms)
     return plan
 
 
@@ -886,7 +902,7 @@ def _cute_tensor(t: torch.Tensor):
 def _panel_kernel(plan: Plan, args: tuple):
     fn = _COMPILED.get(plan)
     if fn is None:
-        panel = HouseholderPanel(plan.rows, plan.width, plan.cluster, plan.threads, not plan.square)
+        panel = HouseholderPanel(plan.rows, plan.width, plan.cluster, plan.threads, not plan.square, plan.resident)
         fn = _COMPILED[plan] = cute.compile(panel, *args)
     return fn
 
@@ -993,6 +1009,7 @@ class Factorization:
     `launch()` queues the whole factorization of `self.h`, in place, on the
     current stream: one kernel for a square plan; otherwise each panel is
     factored, then its block reflector is applied to the trailing columns.
+    Each panel's kernel holds only the rows left below it (`panel_plan`).
     The sequence is captured once in a CUDA graph, so a call costs one copy
     in, one replay and two copies out whatever the number of panels. Calls
     are ordered through `done`, so two streams never share the buffers at
@@ -1043,7 +1060,8 @@ class Factorization:
         self.cute_args = [(_cute_tensor(self.h), _cute_tensor(self.h), _cute_tensor(self.tau),
                            _cute_tensor(self.t[parity]), _cute_tensor(scratch)) for parity in (0, 1)]
         stream = cuda.CUstream(torch.cuda.current_stream(device).cuda_stream)
-        self.panel = _panel_kernel(plan, (*self.cute_args[0], cutlass.Int32(0), stream))
+        self.panels = [_panel_kernel(panel_plan(plan, n, c), (*self.cute_args[0], cutlass.Int32(c), stream))
+                       for c, _, _ in self.steps]
         self.lock = threading.Lock()
         self.done = torch.cuda.Event()
 
@@ -1087,7 +1105,7 @@ class Factorization:
             self.side.wait_stream(main)
         rest_done = None
         for k, (c, next_update, rest_update) in enumerate(self.steps):
-            self.panel(*self.cute_args[k % 2], cutlass.Int32(c), stream)
+            self.panels[k](*self.cute_args[k % 2], cutlass.Int32(c), stream)
             panel_done = main.record_event() if self.lookahead else None
             if next_update:
                 if rest_done is not None:

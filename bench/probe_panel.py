@@ -24,7 +24,7 @@ REPEATS = 15
 
 def panel_us(batch: int, n: int, cluster: int, threads: int, form_t: bool, c: int) -> float:
     width = submission.PANEL_WIDTH
-    rows = submission.blocked_plan(n, cluster).rows
+    rows = submission.blocked_plan(n, cluster, True).rows
     a = torch.randn(batch, n, n, device="cuda")
     h = a.clone()
     tau = torch.zeros(batch, n, device="cuda")
@@ -32,7 +32,7 @@ def panel_us(batch: int, n: int, cluster: int, threads: int, form_t: bool, c: in
     scratch = torch.zeros(batch, cluster, submission.scratch_slots(width), device="cuda")
     args = tuple(submission._cute_tensor(x) for x in (h, h, tau, t, scratch))
     stream = submission.cuda.CUstream(torch.cuda.current_stream().cuda_stream)
-    panel = submission.HouseholderPanel(rows, width, cluster, threads, form_t)
+    panel = submission.HouseholderPanel(rows, width, cluster, threads, form_t, True)
     args = (*args, cutlass.Int32(c), stream)
     return launch_us(cute.compile(panel, *args), args, lambda: h.copy_(a))
 

@@ -32,7 +32,7 @@ def square_us(batch: int, n: int, threads: int) -> float:
     def stream():
         return submission.cuda.CUstream(torch.cuda.current_stream().cuda_stream)
 
-    panel = submission.HouseholderPanel(size, size, 1, threads, False)
+    panel = submission.HouseholderPanel(size, size, 1, threads, False, True)
     fn = cute.compile(panel, *args, cutlass.Int32(0), stream())
     fn(*args, cutlass.Int32(0), stream())
     graph = torch.cuda.CUDAGraph()

@@ -73,7 +73,7 @@ def main(argv: list[str]) -> int:
                 f.launch()
 
         def trailing_only(_):
-            with mock.patch.object(f, "panel", skip):
+            with mock.patch.object(f, "panels", [skip] * len(f.panels)):
                 f.launch()
 
         times = [_time_ms(fn, a, args.repeats) for fn in (f, eager, panels_only, trailing_only)]

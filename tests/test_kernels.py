@@ -39,14 +39,19 @@ def _run_panel(h: torch.Tensor, plan: submission.Plan, c: int):
     return tau, t
 
 
+@pytest.mark.parametrize("resident", [True, False], ids=["resident", "streamed"])
+@pytest.mark.parametrize("rows", ["whole", "left"])
 @pytest.mark.parametrize("batch,n,cluster,c", [
     (3, 300, 1, 0), (3, 300, 1, 64), (2, 256, 2, 32), (2, 512, 4, 0), (2, 300, 16, 96), (1, 250, 16, 224),
+    (2, 520, 1, 384), (2, 600, 2, 256),
 ])
-def test_panel_matches_geqrf_and_forms_t(batch, n, cluster, c):
+def test_panel_matches_geqrf_and_forms_t(batch, n, cluster, c, rows, resident):
     torch.manual_seed(n + c)
     a = torch.randn((batch, n, n), device="cuda")
     h = a.clone()
-    plan = submission.blocked_plan(n, cluster)
+    plan = submission.blocked_plan(n, cluster, resident)
+    if rows == "left":          # CTAs sized for the rows below the panel only, as Factorization runs them
+        plan = submission.panel_plan(plan, n, c)
     tau, t = _run_panel(h, plan, c)
     w = min(WIDTH, n - c)
 

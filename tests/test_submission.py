@@ -64,6 +64,22 @@ def test_clusters_only_for_few_matrices():
     assert submission.make_plan(60, 1024, H200_SMS, H200_SMEM).cluster == 2
 
 
+def test_columns_stay_in_registers_only_at_one_cta_per_sm():
+    assert not submission.make_plan(640, 512, H200_SMS, H200_SMEM).resident
+    assert submission.make_plan(60, 1024, H200_SMS, H200_SMEM).resident
+    assert submission.make_plan(2, 4096, H200_SMS, H200_SMEM).resident
+
+
+def test_a_panel_holds_only_the_rows_left():
+    plan = submission.make_plan(640, 512, H200_SMS, H200_SMEM)
+    rows = [submission.panel_plan(plan, 512, c).rows for c in range(0, 512, submission.PANEL_WIDTH)]
+    assert rows == sorted(rows, reverse=True) and rows[0] == plan.rows
+    assert all(r >= 512 - c and r % submission.WARP == 0 for r, c in zip(rows, range(0, 512, submission.PANEL_WIDTH)))
+    assert rows[-1] < plan.rows
+    square = submission.make_plan(40, 176, H200_SMS, H200_SMEM)
+    assert submission.panel_plan(square, 176, 0) == square
+
+
 # ---------------------------------------------------------------------------
 # Fallbacks and errors (CPU)
 # ---------------------------------------------------------------------------
