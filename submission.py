@@ -85,7 +85,8 @@ PANEL_MAX_ROWS = 1024       # rows a panel CTA holds: 2 x 32 registers per lane 
 # memory and fewer registers and more CTAs fit on an SM (one compiled kernel per step of rows)
 PANEL_ROW_STEP = 128
 # where a launch has at most one CTA per SM (registers then cost no occupancy), a warp keeps its panel
-# columns in registers when a lane's share fits in this many (2-16 CTAs a matrix gained 6-11%)
+# columns in registers when a lane's share fits in this many (2-16 CTAs a matrix gained 6-11%; at
+# 640x512, five CTAs per SM, it lost 2.5%)
 PANEL_RESIDENT_REGS = 32
 TRAIL_BLOCK_M = 64          # rows of a trailing-update tile
 TRAIL_BLOCK_N = 64          # columns of a trailing-update tile (64 beat 128 by 5% at 640x512 with the fused update)
