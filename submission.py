@@ -162,24 +162,22 @@ def _lift_kernel(h_ptr, size_ptr, n, INVERSE: tl.constexpr, BLOCK_R: tl.constexp
     """H[b] *= 2^k_b, or R[b] = triu(H[b]) *= 2^-k_b if INVERSE, for matrices with |A[b]|_max < 2^TINY_EXPONENT.
 
     k_b = min(126, -floor(log2 |A[b]|_max)) brings the largest entry to [1, 2) (from bit patterns:
-    exact, subnormals included); k_b = 0 (no memory touched) for every other matrix. QR(2^k A) =
-    Q (2^k R) with the same v and tau, so only R is scaled back.
+    exact, subnormals included); k_b = 0 for every other matrix, whose program returns at once.
+    QR(2^k A) = Q (2^k R) with the same v and tau, so only R is scaled back. One program a matrix.
     """
-    pid_r = tl.program_id(0)
-    pid_c = tl.program_id(1)
-    b = tl.program_id(2).to(tl.int64)
+    b = tl.program_id(0).to(tl.int64)
     k = _lift_exponent(tl.load(size_ptr + b))
-    if INVERSE:
-        k = -k
-    factor = _power_of_two(k)
-    rows = pid_r * BLOCK_R + tl.arange(0, BLOCK_R)
-    cols = pid_c * BLOCK_C + tl.arange(0, BLOCK_C)
-    extent = tl.where(k != 0, n, 0)                         # nothing to touch when k = 0
-    mask = (rows[:, None] < extent) & (cols[None, :] < extent)
-    if INVERSE:
-        mask &= rows[:, None] <= cols[None, :]
-    ptrs = h_ptr + b * n * n + rows[:, None] * n + cols[None, :]
-    tl.store(ptrs, tl.load(ptrs, mask=mask) * factor, mask=mask)
+    if k != 0:
+        factor = _power_of_two(-k if INVERSE else k)
+        for r0 in range(0, n, BLOCK_R):
+            rows = r0 + tl.arange(0, BLOCK_R)
+            for c0 in range(0, n, BLOCK_C):
+                cols = c0 + tl.arange(0, BLOCK_C)
+                mask = (rows[:, None] < n) & (cols[None, :] < n)
+                if INVERSE:
+                    mask &= rows[:, None] <= cols[None, :]
+                ptrs = h_ptr + b * n * n + rows[:, None] * n + cols[None, :]
+                tl.store(ptrs, tl.load(ptrs, mask=mask) * factor, mask=mask)
 
 
 # ---------------------------------------------------------------------------
@@ -964,21 +962,17 @@ def _small_qr(data: torch.Tensor) -> output_t:
     return h, tau
 
 
-def _stage_grid(batch: int, n: int) -> tuple[int, int, int]:
-    return triton.cdiv(n, STAGE_BLOCK[0]), triton.cdiv(n, STAGE_BLOCK[1]), batch
-
-
 def _stage_input(a, h, size):
     """h := a (any strides) and size[b] := max(size[b], max |a[b]|); size starts at 0."""
     batch, n, _ = h.shape
-    _stage_input_kernel[_stage_grid(batch, n)](
+    _stage_input_kernel[(triton.cdiv(n, STAGE_BLOCK[0]), triton.cdiv(n, STAGE_BLOCK[1]), batch)](
         a, h, size, n, a.stride(0), a.stride(1), a.stride(2), BLOCK_R=STAGE_BLOCK[0], BLOCK_C=STAGE_BLOCK[1])
 
 
 def _lift(h, size, inverse: bool):
     """Scale tiny matrices of h up before the factorization, or their R back down after it."""
     batch, n, _ = h.shape
-    _lift_kernel[_stage_grid(batch, n)](h, size, n, INVERSE=inverse, BLOCK_R=STAGE_BLOCK[0], BLOCK_C=STAGE_BLOCK[1])
+    _lift_kernel[(batch,)](h, size, n, INVERSE=inverse, BLOCK_R=STAGE_BLOCK[0], BLOCK_C=STAGE_BLOCK[1])
 
 
 def _apply_block_reflector(h, y, t, c: int, width: int, update: Update):
