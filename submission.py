@@ -116,7 +116,7 @@ NORM_LIFT = 2.0 ** 64
 # the tensor cores' bf16 products would lose its (subnormal) low parts; R is scaled back at the end
 TINY_EXPONENT = tl.constexpr(-64)
 STAGE_BLOCK = (32, 128)     # rows x columns of a staging / lift tile
-STAGE_UNROLL = 4            # panel rows a warp loads before the first lands in shared memory
+STAGE_ROWS = 8              # panel rows a warp loads into registers before it stores them to shared memory
 WARP = 32
 # slots of a CTA's cluster scratch (see scratch_slots)
 SLOT_NORM, SLOT_ALPHA, SLOT_MAX, SLOT_SCALED, SLOT_DOTS = 0, 1, 2, 3, 4
@@ -500,15 +500,19 @@ if cutlass is not None:
                 sGram = smem.allocate_tensor(cutlass.Float32, cute.make_layout((W, W)), 16)
                 sT = smem.allocate_tensor(cutlass.Float32, cute.make_layout((W, W)), 16)  # sT[l, i] = T[i, l]
 
-            # ----- stage A[r0:r0+nloc, c:c+w], a row per warp (unrolled: several loads in flight) -----
-            if cutlass.const_expr(W <= WARP):
-                for r in cutlass.range(warp, nloc, NW, unroll=STAGE_UNROLL):
-                    if lane < w:
-                        sP[r, lane] = mA[b, r0 + r, c + lane]
-            else:
-                for r in cutlass.range(warp, nloc, NW):
-                    for k in cutlass.range(lane, w, WARP):
-                        sP[r, k] = mA[b, r0 + r, c + k]
+            # ----- stage A[r0:r0+nloc, c:c+w], a row per warp: STAGE_ROWS loads in flight, then their stores -----
+            rStage = cute.make_rmem_tensor(STAGE_ROWS, cutlass.Float32)
+            for k0 in cutlass.range_constexpr(0, W, WARP):      # one chunk unless a square plan is wider
+                k = k0 + lane
+                for r in cutlass.range(warp, nloc, NW * STAGE_ROWS):
+                    for u in cutlass.range_constexpr(STAGE_ROWS):
+                        x = cutlass.Float32(0.0)
+                        if r + NW * u < nloc and k < w:
+                            x = mA[b, r0 + r + NW * u, c + k]
+                        rStage[u] = x
+                    for u in cutlass.range_constexpr(STAGE_ROWS):
+                        if r + NW * u < nloc and k < w:
+                            sP[r + NW * u, k] = rStage[u]
             cute.arch.sync_threads()
 
             rV = cute.make_rmem_tensor(self.rows_per_lane, cutlass.Float32)   # v of column j
