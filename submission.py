@@ -444,7 +444,10 @@ if cutlass is not None:
         waits on its own mbarriers (no cluster barrier and no GPU-scope fence
         per column). The buffers alternate by column parity: a CTA reaches
         column j + 2 only after every CTA published column j + 1's norms,
-        which each does after reading column j's dots.
+        which each does after reading column j's dots. A cluster panel ends
+        with the cluster barrier of T's Gram exchange, after every CTA's
+        last wait, so no CTA exits while a peer's copy may still read its
+        shared memory.
 
         Column j's tail keeps its raw x while column j is read as v; it is
         scaled into v (and beta stored on its diagonal) during column j+1.
@@ -521,7 +524,7 @@ if cutlass is not None:
                 sT = smem.allocate_tensor(cutlass.Float32, cute.make_layout((W, W)), 16)  # sT[l, i] = T[i, l]
             # cluster exchange, by column parity: |x|^2, |x|_inf, alpha (+ pad) and the dot products,
             # this CTA's (send) and every CTA's (recv); mbarriers [next of parity 0, 1, dots of parity 0, 1]
-            sSendNext, sRecvNext, sSendDots, sRecvDots, sBars = sNext, sNext, sNext, sNext, sNext
+            sSendNext, sRecvNext, sSendDots, sRecvDots, sBars = sNext, sNext, sNext, sNext, sNext  # one CTA: unused
             if cutlass.const_expr(G > 1):
                 sSendNext = smem.allocate_tensor(cutlass.Float32, cute.make_layout((4, 2)), 16)
                 sRecvNext = smem.allocate_tensor(cutlass.Float32, cute.make_layout((4, G, 2)), 16)
