@@ -779,8 +779,10 @@ if cutlass is not None:
             """|A[d+1:, j] / size|^2, for columns whose squares would overflow or underflow.
 
             Every warp sums the CTA's rows itself (no barrier); a cluster adds
-            its CTAs' parts through SLOT_SCALED after one more cluster barrier,
-            which every CTA reaches since all see the same published sizes.
+            its CTAs' parts through SLOT_SCALED between two cluster barriers
+            (the second: no CTA overwrites its part for a later column before
+            every CTA has read this one), which every CTA reaches since all see
+            the same published sizes.
             """
             partial = cutlass.Float32(0.0)
             for r in cutlass.range(cutlass.max(d + 1 - r0, 0) + lane, nloc, WARP):
@@ -794,6 +796,7 @@ if cutlass is not None:
                 partial = cutlass.Float32(0.0)
                 for g in cutlass.range(self.cluster):
                     partial = partial + mScratch[b, g, SLOT_SCALED]
+                self._sync()
             return partial
 
         @cute.jit
