@@ -61,6 +61,8 @@ try:
     import cutlass
     import cutlass.cute as cute
     from cutlass.cute.runtime import from_dlpack
+    from cutlass._mlir.dialects import llvm
+    from cutlass.cutlass_dsl import dsl_user_op
     from cutlass.utils import SmemAllocator
 except ImportError:  # the CUTLASS DSL is only needed on the GPU paths
     cutlass = None
@@ -119,7 +121,7 @@ STAGE_BLOCK = (32, 128)     # rows x columns of a staging / lift tile
 STAGE_ROWS = 8              # panel rows a warp loads into registers before it stores them to shared memory
 WARP = 32
 # slots of a CTA's cluster scratch (see scratch_slots)
-SLOT_NORM, SLOT_ALPHA, SLOT_MAX, SLOT_SCALED, SLOT_DOTS = 0, 1, 2, 3, 4
+SLOT_SCALED, SLOT_GRAM = 0, 1
 
 
 # ---------------------------------------------------------------------------
@@ -401,6 +403,19 @@ def _wy_apply_kernel(
 # ---------------------------------------------------------------------------
 if cutlass is not None:
 
+    @dsl_user_op
+    def _push_to_peer(src, dst, barrier, peer, nbytes: int, *, loc=None, ip=None):
+        """Copy nbytes (a multiple of 16) of this CTA's shared memory at `src` to the offset of `dst` in the
+        shared memory of cluster CTA `peer`, completing nbytes of transactions on the peer's mbarrier at
+        the offset of `barrier` (cp.async.bulk: no cluster barrier, no GPU-scope fence)."""
+        llvm.inline_asm(
+            None,
+            [src.toint(loc=loc, ip=ip).ir_value(), dst.toint(loc=loc, ip=ip).ir_value(),
+             barrier.toint(loc=loc, ip=ip).ir_value(), cutlass.Int32(peer).ir_value(loc=loc, ip=ip)],
+            "{ .reg .b32 d, m; mapa.shared::cluster.u32 d, $1, $3; mapa.shared::cluster.u32 m, $2, $3; "
+            f"cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes [d], [$0], {nbytes}, [m]; }}",
+            "r,r,r,r", has_side_effects=True, asm_dialect=0, loc=loc, ip=ip)
+
     class HouseholderPanel:
         """Factor columns [c, c+w) of rows [c, n) of every matrix, w = min(width, n - c).
 
@@ -422,16 +437,24 @@ if cutlass is not None:
         pivot; otherwise at step j it takes columns j+1+i, j+1+i+NW, ... and
         pays one shared-memory load and store per element. Whoever updates
         column j+1 sums its next |x|^2 from registers, so a column costs one
-        barrier: `sync_threads` for one CTA; when rows are split, a cluster
-        barrier after the partial dot products (exchanged through `mScratch`,
-        `scratch_slots` floats a CTA, and summed once per column into
-        `sDots`), a CTA barrier, and a cluster barrier after the next |x|^2.
+        barrier: `sync_threads` for one CTA. When rows are split, each CTA
+        pushes its partial dot products, and later its part of the next
+        |x|^2, |x|_inf and alpha, into every CTA's shared memory with bulk
+        copies that complete transactions on the receiver's mbarrier; a CTA
+        waits on its own mbarriers (no cluster barrier and no GPU-scope fence
+        per column). The buffers alternate by column parity: a CTA reaches
+        column j + 2 only after every CTA published column j + 1's norms,
+        which each does after reading column j's dots. A cluster panel ends
+        with the cluster barrier of T's Gram exchange, after every CTA's
+        last wait, so no CTA exits while a peer's copy may still read its
+        shared memory.
 
         Column j's tail keeps its raw x while column j is read as v; it is
         scaled into v (and beta stored on its diagonal) during column j+1.
 
         Shared memory: ld * width floats of panel, plus width^2 (Gram) and
-        width^2 (T) when `form_t`, plus 2 * width + 6 floats. n and c are run-time
+        width^2 (T) when `form_t`, plus 2 * width + 6 floats, plus the
+        exchange buffers of a cluster (`exchange_floats`) and four mbarriers. n and c are run-time
         sizes: one compiled kernel serves every n and c with
         ceil((n - c) / cluster) <= rows (and n <= width for a square plan).
         """
@@ -499,6 +522,20 @@ if cutlass is not None:
             if cutlass.const_expr(self.form_t):
                 sGram = smem.allocate_tensor(cutlass.Float32, cute.make_layout((W, W)), 16)
                 sT = smem.allocate_tensor(cutlass.Float32, cute.make_layout((W, W)), 16)  # sT[l, i] = T[i, l]
+            # cluster exchange, by column parity: |x|^2, |x|_inf, alpha (+ pad) and the dot products,
+            # this CTA's (send) and every CTA's (recv); mbarriers [next of parity 0, 1, dots of parity 0, 1]
+            sSendNext, sRecvNext, sSendDots, sRecvDots, sBars = sNext, sNext, sNext, sNext, sNext  # one CTA: unused
+            if cutlass.const_expr(G > 1):
+                sSendNext = smem.allocate_tensor(cutlass.Float32, cute.make_layout((4, 2)), 16)
+                sRecvNext = smem.allocate_tensor(cutlass.Float32, cute.make_layout((4, G, 2)), 16)
+                sSendDots = smem.allocate_tensor(cutlass.Float32, cute.make_layout((W, 2)), 16)
+                sRecvDots = smem.allocate_tensor(cutlass.Float32, cute.make_layout((W, G, 2)), 16)
+                sBars = smem.allocate_tensor(cutlass.Int64, cute.make_layout(4), 8)
+                if tidx == 0:
+                    for i in cutlass.range_constexpr(4):
+                        cute.arch.mbarrier_init(sBars.iterator + i, 1)
+                    cute.arch.mbarrier_init_fence()
+                    cute.arch.mbarrier_arrive_and_expect_tx(sBars.iterator, G * 16)     # column 0's norms
 
             # ----- stage A[r0:r0+nloc, c:c+w], a row per warp: STAGE_ROWS loads in flight, then their stores -----
             rStage = cute.make_rmem_tensor(STAGE_ROWS, cutlass.Float32)
@@ -513,7 +550,7 @@ if cutlass is not None:
                     for u in cutlass.range_constexpr(STAGE_ROWS):
                         if r + NW * u < nloc and k < w:
                             sP[r + NW * u, k] = rStage[u]
-            cute.arch.sync_threads()
+            self._sync()                # a cluster's mbarriers are initialized before any CTA pushes
 
             rV = cute.make_rmem_tensor(self.rows_per_lane, cutlass.Float32)   # v of column j
             rA = cute.make_rmem_tensor(self.rows_per_lane, cutlass.Float32)   # the column being updated
@@ -527,8 +564,8 @@ if cutlass is not None:
             # ----- publish |x|^2 and alpha of column 0 -----
             if warp == 0:
                 self._load_column(sP, rA, 0, cutlass.max(c - r0, 0), nloc, lane)
-                self._publish_next(rA, sNext, mScratch, b, rank, r0, nloc, c, 0, lane)
-            self._sync()
+                self._publish_next(rA, sNext, sSendNext, sRecvNext, sBars, rank, r0, nloc, c, 0, lane)
+            cute.arch.sync_threads()
 
             beta_prev = cutlass.Float32(0.0)
             lift_prev = cutlass.Float32(1.0)
@@ -540,10 +577,16 @@ if cutlass is not None:
                 xmax = cutlass.Float32(0.0)
                 alpha = cutlass.Float32(0.0)
                 if cutlass.const_expr(G > 1):
-                    for g in cutlass.range(G):
-                        xnorm2 = xnorm2 + mScratch[b, g, SLOT_NORM]
-                        xmax = cute.arch.fmax(xmax, mScratch[b, g, SLOT_MAX])
-                    alpha = mScratch[b, (d - c) // chunk, SLOT_ALPHA]
+                    q = j % 2
+                    cute.arch.mbarrier_wait(sBars.iterator + q, (j // 2) % 2)
+                    for g in cutlass.range_constexpr(G):
+                        xnorm2 = xnorm2 + sRecvNext[0, g, q]
+                        xmax = cute.arch.fmax(xmax, sRecvNext[1, g, q])
+                    alpha = sRecvNext[2, (d - c) // chunk, q]
+                    if tidx == 0:           # this column's dots and the next column's norms (previous phases done)
+                        cute.arch.mbarrier_arrive_and_expect_tx(sBars.iterator + 2 + q, G * W * 4)
+                        if j + 1 < w:
+                            cute.arch.mbarrier_arrive_and_expect_tx(sBars.iterator + 1 - q, G * 16)
                 else:
                     xnorm2 = sNext[3 * (j % 2)]
                     alpha = sNext[3 * (j % 2) + 1]
@@ -596,16 +639,23 @@ if cutlass is not None:
                             own = warp + NW * s
                             if own > j:
                                 if own < w:
-                                    self._publish_dot(rV, rCols[s], mScratch, b, rank, own, lane)
+                                    self._publish_dot(rV, rCols[s], sSendDots, j % 2, own, lane)
                     else:
                         for k in cutlass.range(j + 1 + warp, w, NW):
                             self._load_column(sP, rA, k, rstart, nloc, lane)
-                            self._publish_dot(rV, rA, mScratch, b, rank, k, lane)
-                    self._sync()
-                    if tidx < w:                # thread k sums column k's parts (all loads in flight)
+                            self._publish_dot(rV, rA, sSendDots, j % 2, k, lane)
+                    cute.arch.fence_view_async_shared()      # the dots are read by the bulk copies
+                    cute.arch.sync_threads()
+                    if tidx == 0:
+                        for g in cutlass.range_constexpr(G):
+                            _push_to_peer(sSendDots.iterator + W * (j % 2),
+                                          sRecvDots.iterator + W * rank + W * G * (j % 2),
+                                          sBars.iterator + 2 + j % 2, g, W * 4)
+                    cute.arch.mbarrier_wait(sBars.iterator + 2 + j % 2, (j // 2) % 2)
+                    if tidx < w:                # thread k sums column k's parts
                         total = cutlass.Float32(0.0)
                         for g in cutlass.range_constexpr(G):
-                            total = total + mScratch[b, g, SLOT_DOTS + tidx]
+                            total = total + sRecvDots[tidx, g, j % 2]
                         sDots[tidx] = total
                     cute.arch.sync_threads()
                 if cutlass.const_expr(self.resident):
@@ -616,15 +666,16 @@ if cutlass is not None:
                                 self._reflect(rV, rCols[s], tau, sDots, own)
                                 if own == j + 1:
                                     self._store_column(sP, rCols[s], own, 0, nloc, lane)
-                                    self._publish_next(rCols[s], sNext, mScratch, b, rank, r0, nloc, c, own, lane)
+                                    self._publish_next(rCols[s], sNext, sSendNext, sRecvNext, sBars, rank, r0,
+                                                       nloc, c, own, lane)
                 else:
                     for k in cutlass.range(j + 1 + warp, w, NW):
                         self._load_column(sP, rA, k, rstart, nloc, lane)
                         self._reflect(rV, rA, tau, sDots, k)
                         self._store_column(sP, rA, k, rstart, nloc, lane)
                         if k == j + 1:
-                            self._publish_next(rA, sNext, mScratch, b, rank, r0, nloc, c, k, lane)
-                self._sync()
+                            self._publish_next(rA, sNext, sSendNext, sRecvNext, sBars, rank, r0, nloc, c, k, lane)
+                cute.arch.sync_threads()        # a cluster's CTAs meet at the next column's mbarrier wait
                 beta_prev = beta
                 lift_prev = lift
                 scale_prev = scale
@@ -661,11 +712,11 @@ if cutlass is not None:
                         sP[r, k] = rX[t]
 
         @cute.jit
-        def _publish_dot(self, rV, rX, mScratch, b, rank, k, lane):
-            """This CTA's part of v^T A[:, k] into the cluster scratch."""
+        def _publish_dot(self, rV, rX, sSendDots, parity, k, lane):
+            """This CTA's part of v^T A[:, k] into its send buffer of the column's parity."""
             dot = self._warp_dot(rV, rX)
             if lane == 0:
-                mScratch[b, rank, SLOT_DOTS + k] = dot
+                sSendDots[k, parity] = dot
 
         @cute.jit
         def _reflect(self, rV, rX, tau, sDots, k):
@@ -689,9 +740,9 @@ if cutlass is not None:
             return cute.arch.warp_reduction_sum(dot)
 
         @cute.jit
-        def _publish_next(self, rA, sNext, mScratch, b, rank, r0, nloc, c, k, lane):
+        def _publish_next(self, rA, sNext, sSendNext, sRecvNext, sBars, rank, r0, nloc, c, k, lane):
             """Warp-wide, from rA = column k: publish this CTA's part of |A[c+k+1:, k]|^2 and
-            of its largest magnitude, and alpha = A[c+k, k]."""
+            of its largest magnitude, and alpha = A[c+k, k] (a cluster: pushed to every CTA)."""
             d = c + k
             partial = cutlass.Float32(0.0)
             largest = cutlass.Float32(0.0)
@@ -703,26 +754,35 @@ if cutlass is not None:
                 if r0 + r == d:
                     if r < nloc:
                         if cutlass.const_expr(self.cluster > 1):
-                            mScratch[b, rank, SLOT_ALPHA] = rA[t]
+                            sSendNext[2, k % 2] = rA[t]
                         else:
                             sNext[3 * (k % 2) + 1] = rA[t]
             partial = cute.arch.warp_reduction_sum(partial)
             largest = cute.arch.warp_reduction_max(largest)
-            if lane == 0:
-                if cutlass.const_expr(self.cluster > 1):
-                    mScratch[b, rank, SLOT_NORM] = partial
-                    mScratch[b, rank, SLOT_MAX] = largest
-                else:
-                    sNext[3 * (k % 2)] = partial
-                    sNext[3 * (k % 2) + 2] = largest
+            if cutlass.const_expr(self.cluster > 1):
+                if lane == 0:
+                    sSendNext[0, k % 2] = partial
+                    sSendNext[1, k % 2] = largest
+                cute.arch.fence_view_async_shared()
+                cute.arch.sync_warp()
+                if lane == 0:
+                    for g in cutlass.range_constexpr(self.cluster):
+                        _push_to_peer(sSendNext.iterator + 4 * (k % 2),
+                                      sRecvNext.iterator + 4 * rank + 4 * self.cluster * (k % 2),
+                                      sBars.iterator + k % 2, g, 16)
+            elif lane == 0:
+                sNext[3 * (k % 2)] = partial
+                sNext[3 * (k % 2) + 2] = largest
 
         @cute.jit
         def _rescaled_norm2(self, sP, mScratch, b, rank, r0, nloc, d, j, size, lane):
             """|A[d+1:, j] / size|^2, for columns whose squares would overflow or underflow.
 
             Every warp sums the CTA's rows itself (no barrier); a cluster adds
-            its CTAs' parts through SLOT_SCALED after one more cluster barrier,
-            which every CTA reaches since all see the same published sizes.
+            its CTAs' parts through SLOT_SCALED between two cluster barriers
+            (the second: no CTA overwrites its part for a later column before
+            every CTA has read this one), which every CTA reaches since all see
+            the same published sizes.
             """
             partial = cutlass.Float32(0.0)
             for r in cutlass.range(cutlass.max(d + 1 - r0, 0) + lane, nloc, WARP):
@@ -736,6 +796,7 @@ if cutlass is not None:
                 partial = cutlass.Float32(0.0)
                 for g in cutlass.range(self.cluster):
                     partial = partial + mScratch[b, g, SLOT_SCALED]
+                self._sync()
             return partial
 
         @cute.jit
@@ -772,7 +833,7 @@ if cutlass is not None:
                     dot = self._warp_dot(rV, rA)
                     if lane == 0:
                         if cutlass.const_expr(G > 1):
-                            mScratch[b, rank, SLOT_DOTS + W + i * W + j] = dot
+                            mScratch[b, rank, SLOT_GRAM + i * W + j] = dot
                         else:
                             sGram[i, j] = dot
             if cutlass.const_expr(G > 1):
@@ -783,7 +844,7 @@ if cutlass is not None:
                     if i < j and j < w:
                         total = cutlass.Float32(0.0)
                         for g in cutlass.range(G):
-                            total = total + mScratch[b, g, SLOT_DOTS + W + p]
+                            total = total + mScratch[b, g, SLOT_GRAM + p]
                         sGram[i, j] = total
             cute.arch.sync_threads()
 
@@ -827,14 +888,21 @@ class Plan:
 
 
 def scratch_slots(width: int) -> int:
-    """Floats of cluster scratch a CTA publishes: |x|^2, alpha, |x|_inf, rescaled |x|^2,
-    width dot products, width^2 Gram entries."""
-    return SLOT_DOTS + width + width * width
+    """Floats of global cluster scratch a CTA publishes (once a panel, or for rescaled norms):
+    rescaled |x|^2 and width^2 Gram entries."""
+    return SLOT_GRAM + width * width
 
 
-def panel_smem_bytes(rows: int, width: int, form_t: bool) -> int:
+def exchange_floats(width: int, cluster: int) -> int:
+    """Floats of a cluster CTA's per-column exchange buffers (two parities of its own and of every
+    CTA's norms and dot products); none for one CTA."""
+    return 0 if cluster == 1 else 2 * (4 + width) * (cluster + 1)
+
+
+def panel_smem_bytes(rows: int, width: int, form_t: bool, cluster: int = 1) -> int:
     """Shared memory of a HouseholderPanel CTA (see its docstring for the layout)."""
-    return 4 * ((rows | 1) * width + (2 * width * width if form_t else 0) + 2 * width + 6)
+    floats = (rows | 1) * width + (2 * width * width if form_t else 0) + 2 * width + 6
+    return 4 * (floats + exchange_floats(width, cluster)) + (32 if cluster > 1 else 0)
 
 
 @lru_cache(maxsize=None)
@@ -883,7 +951,7 @@ def make_plan(batch: int, n: int, sms: int, smem: int) -> Plan | None:
     while cluster * 2 <= min(MAX_CLUSTER, CLUSTER_FILL * sms / batch):
         cluster *= 2
     plan = blocked_plan(n, cluster, batch * cluster <= sms)
-    while panel_smem_bytes(plan.rows, plan.width, True) > budget or plan.rows > PANEL_MAX_ROWS:
+    while panel_smem_bytes(plan.rows, plan.width, True, cluster) > budget or plan.rows > PANEL_MAX_ROWS:
         if cluster == MAX_CLUSTER:
             return None
         cluster *= 2

@@ -28,7 +28,7 @@ def test_plan_fits_the_device(spec, sms):
     n = spec["n"]
     plan = submission.make_plan(spec["batch"], n, sms, H200_SMEM)
     budget = H200_SMEM - submission.SMEM_RESERVE
-    assert submission.panel_smem_bytes(plan.rows, plan.width, not plan.square) <= budget
+    assert submission.panel_smem_bytes(plan.rows, plan.width, not plan.square, plan.cluster) <= budget
     assert plan.cluster & (plan.cluster - 1) == 0 and plan.cluster <= submission.MAX_CLUSTER
     assert plan.rows * plan.cluster >= n and plan.rows % (8 if plan.square else 32) == 0
     if plan.square:
