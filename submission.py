@@ -72,15 +72,17 @@ except ImportError:  # the CUTLASS DSL is only needed on the GPU paths
 # ---------------------------------------------------------------------------
 PANEL_WIDTH = 32            # columns per panel of the blocked path; one warp lane per T row
 MAX_CLUSTER = 16            # CTAs per matrix in a cluster panel (16 runs with the non-portable attribute)
-CLUSTER_FILL = 1.0          # give each matrix SMs/batch CTAs (rounded down to a power of two)
+CLUSTER_FILL = 1.0          # give each matrix SMs/batch CTAs (rounded down to a power of two) ...
+FILL_MAX_CLUSTER = 4        # ... up to this many (8x2048: 7.1 ms at 4, 7.9 at 8, 9.1 at 16)
 SMEM_RESERVE = 4096         # bytes of shared memory kept for the kernel's small arrays
 SMALL_MAX_N = 32            # up to this n a Triton program holds each matrix in registers, no graph
 SMALL_WARPS = ((16, 1), (32, 4))    # (N = n rounded up to a power of two, >= 16: <=, warps)
 SQUARE_THREADS = 512        # threads of the square kernel (best at every n measured, 32 to 232)
 SQUARE_STEP = 8             # a square kernel is compiled for n rounded up to this and serves all n below
-# threads of a panel CTA by cluster size (H200, panel time at 640x512 / 60x1024 / 8x2048):
-# one CTA per matrix needs <= 256 for two CTAs' registers per SM (5.4 vs 6.9 ms at 512);
-# 2-8 CTAs hold few rows and gain from 16 warps (4.7 vs 5.1 ms); at 16, 8 warps (11.5 vs 13.3 ms)
+# threads of a panel CTA by cluster size (H200): one CTA per matrix needs <= 256 for two CTAs'
+# registers per SM (640x512 panels 5.4 vs 6.9 ms at 512); 2-8 CTAs hold few rows and gain from
+# 16 warps (60x1024 panels 4.7 vs 5.1 ms, 2x4096 on 8 CTAs 13.9 vs 17.8 ms); 16 CTAs are taken only
+# when a CTA must hold up to PANEL_MAX_ROWS rows, which needs a lane's 255 registers
 PANEL_THREADS = ((1, 256), (8, 512), (MAX_CLUSTER, 256))
 PANEL_MAX_ROWS = 1024       # rows a panel CTA holds: 2 x 32 registers per lane for v and a column
 # a panel's CTAs hold the rows left below it rounded up to this, so that later panels take less shared
@@ -468,7 +470,7 @@ if cutlass is not None:
             self.ld = rows | 1
             self.rows_per_lane = -(-rows // WARP)
             self.slots = -(-width // (threads // WARP))       # columns a warp owns
-            self.resident = resident and self.slots * self.rows_per_lane <= PANEL_RESIDENT_REGS
+            self.resident = resident and columns_fit_registers(rows, width, threads)
 
         @cute.jit
         def __call__(self, mA: cute.Tensor, mH: cute.Tensor, mTau: cute.Tensor,
@@ -887,6 +889,12 @@ class Plan:
     resident: bool
 
 
+def columns_fit_registers(rows: int, width: int, threads: int) -> bool:
+    """Whether a lane's share of a CTA's panel columns (rows x width over `threads`) fits in
+    PANEL_RESIDENT_REGS registers."""
+    return -(-width // (threads // WARP)) * -(-rows // WARP) <= PANEL_RESIDENT_REGS
+
+
 def scratch_slots(width: int) -> int:
     """Floats of global cluster scratch a CTA publishes (once a panel, or for rescaled norms):
     rescaled |x|^2 and width^2 Gram entries."""
@@ -940,17 +948,23 @@ def make_plan(batch: int, n: int, sms: int, smem: int) -> Plan | None:
     """Square kernel while the matrix fits in shared memory, else blocked panels.
 
     The cluster size gives each matrix about SMs/batch CTAs (a power of two,
-    at most MAX_CLUSTER), and grows further until a CTA's rows fit. None when
-    even MAX_CLUSTER CTAs cannot hold a panel (n > MAX_CLUSTER * PANEL_MAX_ROWS).
+    at most FILL_MAX_CLUSTER); while SMs stay idle it grows until a CTA's panel
+    columns fit in registers, and then until a CTA's rows fit in shared memory.
+    None when even MAX_CLUSTER CTAs cannot hold a panel
+    (n > MAX_CLUSTER * PANEL_MAX_ROWS).
     """
     budget = smem - SMEM_RESERVE
     size = _round_up(n, SQUARE_STEP)
     if panel_smem_bytes(size, size, False) <= budget:
         return Plan(True, size, size, 1, SQUARE_THREADS, batch <= sms)
     cluster = 1
-    while cluster * 2 <= min(MAX_CLUSTER, CLUSTER_FILL * sms / batch):
+    while cluster * 2 <= min(FILL_MAX_CLUSTER, CLUSTER_FILL * sms / batch):
         cluster *= 2
     plan = blocked_plan(n, cluster, batch * cluster <= sms)
+    while (batch * cluster * 2 <= sms and cluster < MAX_CLUSTER
+           and not columns_fit_registers(plan.rows, plan.width, plan.threads)):
+        cluster *= 2
+        plan = blocked_plan(n, cluster, True)
     while panel_smem_bytes(plan.rows, plan.width, True, cluster) > budget or plan.rows > PANEL_MAX_ROWS:
         if cluster == MAX_CLUSTER:
             return None

@@ -60,8 +60,16 @@ def test_no_plan_beyond_the_largest_cluster_panel():
 
 def test_clusters_only_for_few_matrices():
     assert submission.make_plan(640, 512, H200_SMS, H200_SMEM).cluster == 1
-    assert submission.make_plan(2, 4096, H200_SMS, H200_SMEM).cluster == submission.MAX_CLUSTER
     assert submission.make_plan(60, 1024, H200_SMS, H200_SMEM).cluster == 2
+
+
+@pytest.mark.parametrize("batch, n", [(8, 2048), (2, 4096), (1, 4096)])
+def test_idle_sms_split_rows_until_columns_fit_registers(batch, n):
+    plan = submission.make_plan(batch, n, H200_SMS, H200_SMEM)
+    half = submission.blocked_plan(n, plan.cluster // 2, True)
+    assert submission.columns_fit_registers(plan.rows, plan.width, plan.threads)
+    assert not submission.columns_fit_registers(half.rows, half.width, half.threads)
+    assert plan.cluster <= submission.MAX_CLUSTER and batch * plan.cluster <= H200_SMS
 
 
 def test_columns_stay_in_registers_only_at_one_cta_per_sm():
