@@ -81,8 +81,8 @@ SQUARE_THREADS = 512        # threads of the square kernel (best at every n meas
 SQUARE_STEP = 8             # a square kernel is compiled for n rounded up to this and serves all n below
 # threads of a panel CTA by cluster size (H200): one CTA per matrix needs <= 256 for two CTAs'
 # registers per SM (640x512 panels 5.4 vs 6.9 ms at 512); 2-8 CTAs hold few rows and gain from
-# 16 warps (60x1024 panels 4.7 vs 5.1 ms, 2x4096 on 8 CTAs 13.9 vs 17.8 ms); 16 CTAs are taken only
-# when a CTA must hold up to PANEL_MAX_ROWS rows, which needs a lane's 255 registers
+# 16 warps (60x1024 panels 4.7 vs 5.1 ms, 2x4096 on 8 CTAs 13.9 vs 17.8 ms); 16 CTAs serve only
+# n > 4096, where a CTA may hold up to PANEL_MAX_ROWS rows and needs a lane's 255 registers
 PANEL_THREADS = ((1, 256), (8, 512), (MAX_CLUSTER, 256))
 PANEL_MAX_ROWS = 1024       # rows a panel CTA holds: 2 x 32 registers per lane for v and a column
 # a panel's CTAs hold the rows left below it rounded up to this, so that later panels take less shared
