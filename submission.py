@@ -76,7 +76,7 @@ CLUSTER_FILL = 1.0          # give each matrix SMs/batch CTAs (rounded down to a
 FILL_MAX_CLUSTER = 4        # ... up to this many (8x2048: 7.1 ms at 4, 7.9 at 8, 9.1 at 16)
 SMEM_RESERVE = 4096         # bytes of shared memory kept for the kernel's small arrays
 SMALL_MAX_N = 32            # up to this n a Triton program holds each matrix in registers, no graph
-SMALL_WARPS = ((16, 1), (32, 4))    # (N = n rounded up to a power of two, >= 16: <=, warps)
+SMALL_WARPS = ((32, 1),)           # (N = n rounded up to a power of two, >= 16: <=, warps)
 SQUARE_THREADS = 512        # threads of the square kernel (best at every n measured, 32 to 232)
 SQUARE_STEP = 8             # a square kernel is compiled for n rounded up to this and serves all n below
 # threads of a panel CTA by cluster size (H200): one CTA per matrix needs <= 256 for two CTAs'
@@ -201,55 +201,59 @@ def _small_qr_kernel(
     v = (x * lift) / ((alpha - beta) * lift) with lift = LIFT or 1/LIFT so
     that the quotient neither overflows nor underflows (as the CuTe panel
     does). Then A[j:, k] -= tau (v^T A[j:, k]) v for every k > j. Rows and
-    columns from n to N stay zero, so they never reach a sum. The tile holds
-    A transposed (at[k, r] = A[r, k]): Triton spreads a tile's dim 1 over a
-    warp's lanes, so the sums over a column's rows (|x|^2, v^T A[:, k]) are
-    warp shuffles and only picking out column j crosses warps. The strides
+    columns from n to N stay zero, so they never reach a sum. One warp holds
+    the tile with column k on lane k and the rows in registers, so the sums
+    over rows (|x|^2, v^T A[:, k]) add a thread's own registers; a gather
+    (register-to-register shuffles) copies column j to every lane, and each
+    lane then forms the reflector on its own. The column loop is unrolled:
+    which registers hold rows j, above j and below j is then known at
+    compile time, and the rows above j cost no instructions. The strides
     are not specialized: every view of a matrix then gets the same code, the
     same register layout and so the same sums, bit for bit. A matrix whose
     largest entry is below 2^TINY_EXPONENT is factored as 2^k A (the lift of
     the blocked path), so that no product is subnormal, and its R scaled back.
     """
     b = tl.program_id(0).to(tl.int64)
-    rows = tl.arange(0, N)          # r, along the tile's dim 1
-    cols = tl.arange(0, N)          # k, along the tile's dim 0
-    inside = (cols[:, None] < n) & (rows[None, :] < n)
-    offsets = b * stride_ab + rows.to(tl.int64)[None, :] * stride_ar + cols.to(tl.int64)[:, None] * stride_ac
-    at = tl.load(a_ptr + offsets, mask=inside, other=0.0)          # at[k, r] = A[r, k]
-    k = _lift_exponent(tl.max(tl.max(tl.abs(at), axis=1), axis=0))
-    at = at * _power_of_two(k)
+    rows = tl.arange(0, N)          # r, along the tile's dim 0 (a thread's registers)
+    cols = tl.arange(0, N)          # k, along the tile's dim 1 (the lanes)
+    inside = (rows[:, None] < n) & (cols[None, :] < n)
+    offsets = b * stride_ab + rows.to(tl.int64)[:, None] * stride_ar + cols.to(tl.int64)[None, :] * stride_ac
+    a = tl.load(a_ptr + offsets, mask=inside, other=0.0)
+    k = _lift_exponent(tl.max(tl.max(tl.abs(a), axis=0), axis=0))
+    a = a * _power_of_two(k)
     taus = tl.zeros((N,), dtype=tl.float32)
-    for j in range(0, N):          # static bound (Triton 3.6 cannot interpret range(n)); j >= n skips
+    r = rows[:, None]
+    for j in tl.static_range(0, N):          # unrolled: r == j and r > j are known per register
         if j < n:
-            pivot = cols[:, None] == j
-            column = tl.sum(tl.where(pivot, at, 0.0), axis=0)
-            alpha = tl.sum(tl.where(rows == j, column, 0.0), axis=0)
-            below = rows > j
+            column = tl.gather(a, tl.full((N, N), j, tl.int32), axis=1)     # column[r, k] = A[r, j]
+            alpha = tl.sum(tl.where(r == j, column, 0.0), axis=0)
+            below = r > j
             x = tl.where(below, column, 0.0)
 
-            # ----- reflector: beta, tau, v -----
+            # ----- reflector: beta, tau, v (every lane holds the whole column) -----
             xmax = tl.max(tl.abs(x), axis=0)
             size = tl.maximum(xmax, tl.abs(alpha))
             safe = (size >= SAFE_LO) & (size <= SAFE_HI)
-            unit = tl.where(size > 0.0, size, 1.0)
+            inv_unit = 1.0 / tl.where(size > 0.0, size, 1.0)
+            xs = x * inv_unit[None, :]
             norm = tl.where(safe, tl.sqrt(alpha * alpha + tl.sum(x * x, axis=0)),
-                            size * tl.sqrt((alpha / unit) * (alpha / unit) + tl.sum((x / unit) * (x / unit), axis=0)))
+                            size * tl.sqrt((alpha * inv_unit) * (alpha * inv_unit) + tl.sum(xs * xs, axis=0)))
             lift = tl.where(safe, 1.0, tl.where(size > 1.0, 1.0 / LIFT, LIFT))
             reflect = xmax != 0.0
             beta = tl.where(reflect, tl.where(alpha < 0.0, norm, -norm), alpha)
             tau = tl.where(reflect, (beta - alpha) / beta, 0.0)
             scale = tl.where(reflect, 1.0 / ((alpha - beta) * lift), 0.0)
-            v = tl.where(below, (x * lift) * scale, 0.0)
+            v = tl.where(below, (x * lift[None, :]) * scale[None, :], 0.0)
 
             # ----- A[j:, k] -= tau (v^T A[j:, k]) v for k > j; column j becomes (R, beta, v) -----
-            v_unit = tl.where(rows == j, 1.0, v)
-            w = tl.where(cols > j, tau * tl.sum(at * v_unit[None, :], axis=1), 0.0)
-            at = at - w[:, None] * v_unit[None, :]
-            at = tl.where(pivot, tl.where(rows == j, beta, tl.where(below, v, column))[None, :], at)
+            v_unit = tl.where(r == j, 1.0, v)
+            w = tl.where(cols > j, tau * tl.sum(a * v_unit, axis=0), 0.0)
+            a = a - v_unit * w[None, :]
+            a = tl.where((cols[None, :] == j) & (r >= j), tl.where(r == j, beta[None, :], v), a)
             taus = tl.where(cols == j, tau, taus)
 
-    at = tl.where(rows[None, :] <= cols[:, None], at * _power_of_two(-k), at)
-    tl.store(h_ptr + b * n * n + rows[None, :] * n + cols[:, None], at, mask=inside)
+    a = tl.where(r <= cols[None, :], a * _power_of_two(-k), a)
+    tl.store(h_ptr + b * n * n + r * n + cols[None, :], a, mask=inside)
     tl.store(tau_ptr + b * n + cols, taus, mask=cols < n)
 
 
