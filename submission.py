@@ -106,6 +106,10 @@ MAX_CACHED_BYTES = 2 << 30  # ... while their buffers take at most this much dev
 # look-ahead (panel k+1 factored while panel k's trailing update runs) for cluster plans from this n;
 # H200: -6% at 60x1024, -8% at 8x2048, -14% at 2x4096; +1-2% at 640x512 (G=1) and 40x352
 LOOKAHEAD_MIN_N = 1024
+# blocked plans whose h holds at least this many bytes per panel launch eagerly into fresh outputs,
+# saving the graph's copies out where a panel's GPU time hides its launches' host time
+# (640x512, 42 MB a panel: 6.70 -> 6.54 ms; 60x1024, 8 MB a panel, host-bound: 5.61 -> 9.88 ms)
+EAGER_MIN_PANEL_BYTES = 16 << 20
 LOOKAHEAD_BLOCK_N = 32      # columns of a tile of the next panel's update
 CAPTURE_MODE = "thread_local"   # other threads' CUDA calls are not captured and not refused
 CAPTURE_ATTEMPTS = 3        # graph captures tried per shape before it stays on eager launches
@@ -162,6 +166,14 @@ def _power_of_two(k):
 
 
 @triton.jit
+def _unit_scales(size):
+    """(2^-e, 2^e) for size's exponent e (size 2^-e in [1, 2)), e clamped to [-126, 126]: size 0 or subnormal
+    gets 2^126, inf and NaN 2^-126 (read from the bits: exact)."""
+    e = tl.minimum(tl.maximum(((size.to(tl.int32, bitcast=True) >> 23) & 0xFF) - 127, -126), 126)
+    return _power_of_two(-e), _power_of_two(e)
+
+
+@triton.jit
 def _lift_kernel(h_ptr, size_ptr, n, INVERSE: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
     """H[b] *= 2^k_b, or R[b] = triu(H[b]) *= 2^-k_b if INVERSE, for matrices with |A[b]|_max < 2^TINY_EXPONENT.
 
@@ -191,16 +203,17 @@ def _lift_kernel(h_ptr, size_ptr, n, INVERSE: tl.constexpr, BLOCK_R: tl.constexp
 def _small_qr_kernel(
     a_ptr, h_ptr, tau_ptr, n,
     stride_ab, stride_ar, stride_ac,
-    N: tl.constexpr, SAFE_LO: tl.constexpr, SAFE_HI: tl.constexpr, LIFT: tl.constexpr,
+    N: tl.constexpr,
 ):
     """H[b], tau[b] := geqrf(A[b]) (A any strides, H contiguous) for n <= N, unblocked.
 
     Column j: the reflector of `larfg` (module docstring) from alpha = A[j, j]
-    and x = A[j+1:, j]; while s = max(|alpha|, |x|_inf) lies in
-    [SAFE_LO, SAFE_HI] the norm is summed as is, else from x / s, and
-    v = (x * lift) / ((alpha - beta) * lift) with lift = LIFT or 1/LIFT so
-    that the quotient neither overflows nor underflows (as the CuTe panel
-    does). Then A[j:, k] -= tau (v^T A[j:, k]) v for every k > j. Rows and
+    and x = A[j+1:, j], computed from the column scaled by the power of two
+    s = 2^-e that brings max(|alpha|, |x|_inf) to [1, 2): the scaling is
+    exact, so beta = beta_s / s, tau = (beta_s - alpha_s) / beta_s and
+    v = x_s / (alpha_s - beta_s) round as the unscaled formulas do, and
+    neither |x_s|^2 nor the quotient can overflow or underflow. Then
+    A[j:, k] -= tau (v^T A[j:, k]) v for every k > j. Rows and
     columns from n to N stay zero, so they never reach a sum. One warp holds
     the tile with column k on lane k and the rows in registers, so the sums
     over rows (|x|^2, v^T A[:, k]) add a thread's own registers; a gather
@@ -232,18 +245,16 @@ def _small_qr_kernel(
 
             # ----- reflector: beta, tau, v (every lane holds the whole column) -----
             xmax = tl.max(tl.abs(x), axis=0)
-            size = tl.maximum(xmax, tl.abs(alpha))
-            safe = (size >= SAFE_LO) & (size <= SAFE_HI)
-            inv_unit = 1.0 / tl.where(size > 0.0, size, 1.0)
-            xs = x * inv_unit[None, :]
-            norm = tl.where(safe, tl.sqrt(alpha * alpha + tl.sum(x * x, axis=0)),
-                            size * tl.sqrt((alpha * inv_unit) * (alpha * inv_unit) + tl.sum(xs * xs, axis=0)))
-            lift = tl.where(safe, 1.0, tl.where(size > 1.0, 1.0 / LIFT, LIFT))
+            s, inv_s = _unit_scales(tl.maximum(xmax, tl.abs(alpha)))
+            alpha_s = alpha * s
+            xs = x * s[None, :]
+            norm_s = tl.sqrt(alpha_s * alpha_s + tl.sum(xs * xs, axis=0))
+            beta_s = tl.where(alpha < 0.0, norm_s, -norm_s)
             reflect = xmax != 0.0
-            beta = tl.where(reflect, tl.where(alpha < 0.0, norm, -norm), alpha)
-            tau = tl.where(reflect, (beta - alpha) / beta, 0.0)
-            scale = tl.where(reflect, 1.0 / ((alpha - beta) * lift), 0.0)
-            v = tl.where(below, (x * lift[None, :]) * scale[None, :], 0.0)
+            beta = tl.where(reflect, beta_s * inv_s, alpha)
+            tau = tl.where(reflect, (beta_s - alpha_s) / beta_s, 0.0)
+            scale = tl.where(reflect, 1.0 / (alpha_s - beta_s), 0.0)
+            v = tl.where(below, xs * scale[None, :], 0.0)
 
             # ----- A[j:, k] -= tau (v^T A[j:, k]) v for k > j; column j becomes (R, beta, v) -----
             v_unit = tl.where(r == j, 1.0, v)
@@ -1022,33 +1033,44 @@ def _update(batch: int, n: int, c: int, col_lo: int, col_hi: int, block_n: int, 
     return Update(col_lo, col_hi, max(1, min(splits, triton.cdiv(n - c, TRAIL_BLOCK_M))), block_n, False)
 
 
-_SMALL_KERNELS: dict = {}   # (device, n, input 16-byte aligned, strides below 2^31) -> CompiledKernel
+# (device, n, input 16-byte aligned, strides below 2^31)
+#   -> the compiled kernel's (launcher, function, metadata) and Triton's current-stream getter
+_SMALL_LAUNCHES: dict = {}
 
 
 def _small_qr(data: torch.Tensor) -> output_t:
     """geqrf of every matrix of data (n <= SMALL_MAX_N) in one launch; h and tau share one fresh buffer.
 
-    The first call of a key compiles through the JIT; later calls launch the
-    compiled kernel directly, skipping the JIT's per-call argument binding
-    (most of a small call's host time). The key holds everything the JIT
-    specializes on: the device, n (its value fixes N, the warps and n's
-    specialization), the input pointer's 16-byte alignment and the strides'
-    integer width (strides are not specialized; the outputs are fresh, so aligned).
+    The first call of a key compiles through the JIT; later calls hand the
+    arguments straight to the compiled kernel's launcher, as
+    `CompiledKernel[grid](*args)` does but without its per-call closure,
+    stream lookup and launch-hook metadata (launch hooks such as Proton's do
+    not see these launches): 13 -> 7 us of host time on H200, most of a small
+    call. The key holds everything the JIT specializes on: the device, n (its
+    value fixes N, the warps and n's specialization), the input pointer's
+    16-byte alignment and the strides' integer width (strides are not
+    specialized; the outputs are fresh, so aligned). h and tau are strided
+    views of the buffer (cheaper on the host than slicing and viewing).
     """
     batch, n, _ = data.shape
     tau_at = _round_up(batch * n * n, 4)                # tau 16-byte aligned
     out = torch.empty(tau_at + batch * n, device=data.device)
-    h, tau = out[:batch * n * n].view(batch, n, n), out[tau_at:].view(batch, n)
+    h = out.as_strided((batch, n, n), (n * n, n, 1))
+    tau = out.as_strided((batch, n), (n, 1), tau_at)
+    strides = data.stride()
     size = max(16, triton.next_power_of_2(n))
-    args = (data, h, tau, n, *data.stride(), size, *NORM_SAFE_RANGE, NORM_LIFT)
-    key = (data.device.index, n, data.data_ptr() % 16 == 0, max(data.stride()) < 2 ** 31)
-    kernel = _SMALL_KERNELS.get(key)
-    if kernel is not None:
-        kernel[(batch, 1, 1)](*args)
+    args = (data, h, tau, n, *strides, size)
+    device = data.get_device()
+    key = (device, n, data.data_ptr() % 16 == 0, max(strides) < 2 ** 31)
+    launch = _SMALL_LAUNCHES.get(key)
+    if launch is not None:
+        launcher, function, metadata, current_stream = launch
+        launcher(batch, 1, 1, current_stream(device), function, metadata, None, None, None, *args)
         return h, tau
     kernel = _small_qr_kernel[(batch,)](*args, num_warps=_pick(SMALL_WARPS, size))
     if isinstance(kernel, CompiledKernel):      # not under the CPU interpreter
-        _SMALL_KERNELS[key] = kernel
+        _SMALL_LAUNCHES[key] = (kernel.run, kernel.function, kernel.packed_metadata,
+                                triton.runtime.driver.active.get_current_stream)
     return h, tau
 
 
@@ -1096,7 +1118,9 @@ class Factorization:
     factored, then its block reflector is applied to the trailing columns.
     Each panel's kernel holds only the rows left below it (`panel_plan`).
     The sequence is captured once in a CUDA graph, so a call costs one copy
-    in, one replay and two copies out whatever the number of panels. Calls
+    in, one replay and two copies out whatever the number of panels; plans
+    with at least EAGER_MIN_PANEL_BYTES of h per panel instead launch
+    eagerly, factoring a fresh output in place (`eager`). Calls
     are ordered through `done`, so two streams never share the buffers at
     the same time. The buffers hold `nbytes` of device memory, about the
     input's size (plus V^T C partials for blocked plans). Blocked plans stage
@@ -1140,10 +1164,10 @@ class Factorization:
             self.side = torch.cuda.Stream(device)
             buffers = [self.size, self.t, scratch, self.y_next, self.y_rest]
         self.nbytes = sum(x.numel() * x.element_size() for x in [self.h, self.tau, *buffers])
-        # the kernel reads its input (mA) and writes its output (mH) through two wrappers of h:
-        # one CuTe object passed twice reads as zeros
-        self.cute_args = [(_cute_tensor(self.h), _cute_tensor(self.h), _cute_tensor(self.tau),
-                           _cute_tensor(self.t[parity]), _cute_tensor(scratch)) for parity in (0, 1)]
+        self.eager = not plan.square and self.h.nbytes >= EAGER_MIN_PANEL_BYTES * len(self.steps)
+        self.cute_t = [_cute_tensor(self.t[parity]) for parity in (0, 1)]
+        self.cute_scratch = _cute_tensor(scratch)
+        self.cute_args = self._cute_args(self.h, self.tau)
         stream = cuda.CUstream(torch.cuda.current_stream(device).cuda_stream)
         self.panels = [_panel_kernel(panel_plan(plan, n, c), (*self.cute_args[0], cutlass.Int32(c), stream))
                        for c, _, _ in self.steps]
@@ -1151,8 +1175,17 @@ class Factorization:
         self.done = torch.cuda.Event()
 
         self.launch()                         # first run outside the graph: JIT, module loads
-        self.captures_left = CAPTURE_ATTEMPTS
-        self.graph = self._capture()
+        self.captures_left = 0 if self.eager else CAPTURE_ATTEMPTS
+        self.graph = None if self.eager else self._capture()
+
+    def _cute_args(self, h: torch.Tensor, tau: torch.Tensor) -> list[tuple]:
+        """The panel kernels' tensors for output (h, tau), by panel parity (T alternates between two buffers).
+
+        The kernel reads its input (mA) and writes its output (mH) through two
+        wrappers of h: one CuTe object passed twice reads as zeros.
+        """
+        return [(_cute_tensor(h), _cute_tensor(h), _cute_tensor(tau), self.cute_t[parity], self.cute_scratch)
+                for parity in (0, 1)]
 
     def _capture(self) -> torch.cuda.CUDAGraph | None:
         """The launch sequence as a CUDA graph, or None if another thread's CUDA call broke the capture."""
@@ -1167,15 +1200,16 @@ class Factorization:
             return None
         return graph
 
-    def stage(self, data: torch.Tensor) -> None:
+    def stage(self, data: torch.Tensor, h: torch.Tensor) -> None:
         """Copy the input into h (and, for blocked plans, find each matrix's largest entry)."""
         if self.plan.square:
-            self.h.copy_(data)
+            h.copy_(data)
         else:
-            _stage_input(data, self.h, self.size)
+            _stage_input(data, h, self.size)
 
-    def launch(self) -> None:
-        """Queue the factorization of h on the current stream (and, with look-ahead, a side stream).
+    def launch(self, h: torch.Tensor | None = None, tau: torch.Tensor | None = None) -> None:
+        """Queue the factorization of h in place, tau into tau (by default the graph's buffers self.h and
+        self.tau), on the current stream (and, with look-ahead, a side stream).
 
         With look-ahead, panel k's reflector updates the next panel's columns
         on the current stream and the rest of the trailing matrix on the side
@@ -1183,43 +1217,52 @@ class Factorization:
         panel's update waits for the previous rest update (its columns were
         in it), and T alternates between two buffers.
         """
+        if h is None:
+            h, cute_args = self.h, self.cute_args
+        else:
+            cute_args = self._cute_args(h, tau)
         main = torch.cuda.current_stream()
         stream = cuda.CUstream(main.cuda_stream)
         if not self.plan.square:
-            _lift(self.h, self.size, inverse=False)
+            _lift(h, self.size, inverse=False)
             self.side.wait_stream(main)
         rest_done = None
         for k, (c, next_update, rest_update) in enumerate(self.steps):
-            self.panels[k](*self.cute_args[k % 2], cutlass.Int32(c), stream)
+            self.panels[k](*cute_args[k % 2], cutlass.Int32(c), stream)
             panel_done = main.record_event() if self.lookahead else None
             if next_update:
                 if rest_done is not None:
                     main.wait_event(rest_done)
-                _apply_block_reflector(self.h, self.y_next, self.t[k % 2], c, self.plan.width, next_update)
+                _apply_block_reflector(h, self.y_next, self.t[k % 2], c, self.plan.width, next_update)
             if rest_update and not self.lookahead:
-                _apply_block_reflector(self.h, self.y_rest, self.t[k % 2], c, self.plan.width, rest_update)
+                _apply_block_reflector(h, self.y_rest, self.t[k % 2], c, self.plan.width, rest_update)
             elif rest_update:
                 self.side.wait_event(panel_done)
                 with torch.cuda.stream(self.side):
-                    _apply_block_reflector(self.h, self.y_rest, self.t[k % 2], c, self.plan.width, rest_update)
+                    _apply_block_reflector(h, self.y_rest, self.t[k % 2], c, self.plan.width, rest_update)
                 rest_done = self.side.record_event()
         if not self.plan.square:
             main.wait_stream(self.side)
-            _lift(self.h, self.size, inverse=True)
+            _lift(h, self.size, inverse=True)
             self.size.zero_()
 
     def __call__(self, data: torch.Tensor) -> output_t:
         with self.lock:
             stream = torch.cuda.current_stream()
             stream.wait_event(self.done)
-            if self.graph is None and self.captures_left > 0:
-                self.graph = self._capture()
-            self.stage(data)
-            if self.graph is None:
-                self.launch()
+            if self.eager:
+                out = torch.empty_like(self.h), torch.empty_like(self.tau)
+                self.stage(data, out[0])
+                self.launch(*out)
             else:
-                self.graph.replay()
-            out = self.h.clone(), self.tau.clone()
+                if self.graph is None and self.captures_left > 0:
+                    self.graph = self._capture()
+                self.stage(data, self.h)
+                if self.graph is None:
+                    self.launch()
+                else:
+                    self.graph.replay()
+                out = self.h.clone(), self.tau.clone()
             self.done.record(stream)
         return out
 
@@ -1274,6 +1317,15 @@ def _fallback(data) -> output_t:
     return torch.geqrf(data)
 
 
+def _factor(data: torch.Tensor) -> output_t:
+    """custom_kernel's fast path, on data's device."""
+    batch, n, _ = data.shape
+    if n <= SMALL_MAX_N:
+        return _small_qr(data)
+    f = _factorization(batch, n, data.device) if cutlass is not None else None
+    return torch.geqrf(data) if f is None else f(data)
+
+
 def custom_kernel(data: input_t) -> output_t:
     """QR of each matrix of `data` (batch x n x n, float32, CUDA) as `(H, tau)` like torch.geqrf.
 
@@ -1287,12 +1339,10 @@ def custom_kernel(data: input_t) -> output_t:
     """
     if not _fast_path_ok(data):
         return _fallback(data)
-    batch, n, _ = data.shape
+    if data.get_device() == torch.cuda.current_device():    # the device guard is ~3 us of a 20x32 call
+        return _factor(data)
     with torch.cuda.device(data.device):
-        if n <= SMALL_MAX_N:
-            return _small_qr(data)
-        f = _factorization(batch, n, data.device) if cutlass is not None else None
-        return torch.geqrf(data) if f is None else f(data)
+        return _factor(data)
 
 
 # ---------------------------------------------------------------------------
