@@ -910,6 +910,12 @@ def columns_fit_registers(rows: int, width: int, threads: int) -> bool:
     return -(-width // (threads // WARP)) * -(-rows // WARP) <= PANEL_RESIDENT_REGS
 
 
+def launches_eagerly(batch: int, n: int, plan: Plan) -> bool:
+    """Whether a blocked plan holds at least EAGER_MIN_PANEL_BYTES of matrices per panel, so that a panel's
+    GPU time hides its launches' host time and a call can launch into fresh outputs instead of a graph."""
+    return not plan.square and batch * n * n * 4 >= EAGER_MIN_PANEL_BYTES * -(-n // plan.width)
+
+
 def scratch_slots(width: int) -> int:
     """Floats of global cluster scratch a CTA publishes (once a panel, or for rescaled norms):
     rescaled |x|^2 and width^2 Gram entries."""
@@ -1164,7 +1170,7 @@ class Factorization:
             self.side = torch.cuda.Stream(device)
             buffers = [self.size, self.t, scratch, self.y_next, self.y_rest]
         self.nbytes = sum(x.numel() * x.element_size() for x in [self.h, self.tau, *buffers])
-        self.eager = not plan.square and self.h.nbytes >= EAGER_MIN_PANEL_BYTES * len(self.steps)
+        self.eager = launches_eagerly(batch, n, plan)
         self.cute_t = [_cute_tensor(self.t[parity]) for parity in (0, 1)]
         self.cute_scratch = _cute_tensor(scratch)
         self.cute_args = self._cute_args(self.h, self.tau)

@@ -78,6 +78,12 @@ def test_columns_stay_in_registers_only_at_one_cta_per_sm():
     assert submission.make_plan(2, 4096, H200_SMS, H200_SMEM).resident
 
 
+def test_only_shapes_with_large_panels_launch_eagerly():
+    eager = {(batch, n) for batch, n in submission.BENCHMARK_SHAPES
+             if submission.launches_eagerly(batch, n, submission.make_plan(batch, n, H200_SMS, H200_SMEM))}
+    assert eager == {(640, 512)}
+
+
 def test_a_panel_holds_only_the_rows_left():
     plan = submission.make_plan(640, 512, H200_SMS, H200_SMEM)
     rows = [submission.panel_plan(plan, 512, c).rows for c in range(0, 512, submission.PANEL_WIDTH)]
