@@ -76,7 +76,7 @@ CLUSTER_FILL = 1.0          # give each matrix SMs/batch CTAs (rounded down to a
 FILL_MAX_CLUSTER = 4        # ... up to this many (8x2048: 7.1 ms at 4, 7.9 at 8, 9.1 at 16)
 SMEM_RESERVE = 4096         # bytes of shared memory kept for the kernel's small arrays
 SMALL_MAX_N = 32            # up to this n a Triton program holds each matrix in registers, no graph
-SMALL_WARPS = ((32, 1),)           # (N = n rounded up to a power of two, >= 16: <=, warps)
+SMALL_WARPS = ((32, 1),)    # (N = n rounded up to a power of two, >= 16: <=, warps)
 SQUARE_THREADS = 512        # threads of the square kernel (best at every n measured, 32 to 232)
 SQUARE_STEP = 8             # a square kernel is compiled for n rounded up to this and serves all n below
 # threads of a panel CTA by cluster size (H200): one CTA per matrix needs <= 256 for two CTAs'
