@@ -65,15 +65,18 @@ SMALL_CHECK = """
 import torch, submission
 g = torch.Generator().manual_seed(0)
 for n in [1, 2, 3, 5, 8, 13, 16, 17, 31, 32]:
-    a = torch.randn(4, n, n, generator=g)
+    a = torch.randn(6, n, n, generator=g)
     a[1] *= 1e-30                                  # lifted by 2^k before the factorization
     a[2] *= 1e30                                   # norms rescaled
     a[3, 0, :] = 0.0                               # zero column 0 of the view: tau = 0
+    a[4, 0, :] *= 1e-39                            # a subnormal column 0 in a matrix of normal size
+    a[5, 0, :] *= 3e37                             # column 0's squares would overflow unscaled
     view = a.transpose(-1, -2)
     h, tau = submission._small_qr(view)
     ref_h, ref_tau = torch.geqrf(view.double())
-    assert h.shape == (4, n, n) and tau.shape == (4, n) and h.is_contiguous() and tau.is_contiguous()
-    for b in range(4):
+    assert h.shape == (6, n, n) and tau.shape == (6, n) and h.is_contiguous() and tau.is_contiguous()
+    assert torch.isfinite(h).all() and torch.isfinite(tau).all()
+    for b in range(6):
         assert (h[b].double() - ref_h[b]).abs().max() <= 1e-5 * ref_h[b].abs().max(), (n, b)
         assert (tau[b].double() - ref_tau[b]).abs().max() <= 1e-5, (n, b)
     assert torch.equal(tau[3, :1], torch.zeros(1))
