@@ -106,13 +106,13 @@ MAX_CACHED_BYTES = 2 << 30  # ... while their buffers take at most this much dev
 # look-ahead (panel k+1 factored while panel k's trailing update runs) for cluster plans from this n;
 # H200: -6% at 60x1024, -8% at 8x2048, -14% at 2x4096; +1-2% at 640x512 (G=1) and 40x352
 LOOKAHEAD_MIN_N = 1024
+LOOKAHEAD_BLOCK_N = 32      # columns of a tile of the next panel's update
+CAPTURE_MODE = "thread_local"   # other threads' CUDA calls are not captured and not refused
+CAPTURE_ATTEMPTS = 3        # graph captures tried per shape before it stays on eager launches
 # blocked plans whose h holds at least this many bytes per panel launch eagerly into fresh outputs,
 # saving the graph's copies out where a panel's GPU time hides its launches' host time
 # (640x512, 42 MB a panel: 6.70 -> 6.54 ms; 60x1024, 8 MB a panel, host-bound: 5.61 -> 9.88 ms)
 EAGER_MIN_PANEL_BYTES = 16 << 20
-LOOKAHEAD_BLOCK_N = 32      # columns of a tile of the next panel's update
-CAPTURE_MODE = "thread_local"   # other threads' CUDA calls are not captured and not refused
-CAPTURE_ATTEMPTS = 3        # graph captures tried per shape before it stays on eager launches
 # |x|_2 is summed as is while max(|alpha|, |x|_inf) lies in this range (squares of up to
 # MAX_CLUSTER * PANEL_MAX_ROWS entries neither overflow nor lose bits to underflow), else
 # rescaled by it as LAPACK's nrm2 does
