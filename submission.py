@@ -1190,8 +1190,8 @@ class Factorization:
         The kernel reads its input (mA) and writes its output (mH) through two
         wrappers of h: one CuTe object passed twice reads as zeros.
         """
-        return [(_cute_tensor(h), _cute_tensor(h), _cute_tensor(tau), self.cute_t[parity], self.cute_scratch)
-                for parity in (0, 1)]
+        a, out, cute_tau = _cute_tensor(h), _cute_tensor(h), _cute_tensor(tau)
+        return [(a, out, cute_tau, self.cute_t[parity], self.cute_scratch) for parity in (0, 1)]
 
     def _capture(self) -> torch.cuda.CUDAGraph | None:
         """The launch sequence as a CUDA graph, or None if another thread's CUDA call broke the capture."""
