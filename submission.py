@@ -338,8 +338,9 @@ def _wy_update_kernel(
 ):
     """C[:, cols] := C[:, cols] - V T^T V^T C[:, cols] for one tile of columns, C = H[b, c:, col_lo:col_hi].
 
-    The program reads its column strip twice (V^T C, then the update; the
-    second read can hit L2) and writes nothing but C: no V^T C round trip
+    The program reads its column strip twice (V^T C top to bottom, then the
+    update bottom to top, so that the rows read last, the likeliest still in
+    L2, are read again first) and writes nothing but C: no V^T C round trip
     through memory and one launch instead of two.
     """
     pid_n = tl.program_id(0)
@@ -354,9 +355,10 @@ def _wy_update_kernel(
     t = tl.load(t_ptr + k[:, None] * W + k[None, :])
     y_big, y_small = _bf16_pair(tl.trans(tl.dot(acc, t, input_precision="ieee")))
 
-    # ----- C := C - V Y -----
-    for r0 in range(c, n, BLOCK_M):
-        _subtract_reflected(h_ptr, r0 + tl.arange(0, BLOCK_M), cols, col_hi, c, n, y_big, y_small, W)
+    # ----- C := C - V Y, from the last row block up -----
+    last = c + (n - 1 - c) // BLOCK_M * BLOCK_M
+    for i in range(0, tl.cdiv(n - c, BLOCK_M)):
+        _subtract_reflected(h_ptr, last - i * BLOCK_M + tl.arange(0, BLOCK_M), cols, col_hi, c, n, y_big, y_small, W)
 
 
 @triton.jit
