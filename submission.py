@@ -688,7 +688,7 @@ if cutlass is not None:
                                     self._publish_next(rCols[s], sNext, sSendNext, sRecvNext, sBars, rank, r0,
                                                        nloc, c, own, lane)
                 else:
-                    for k in cutlass.range(j + 1 + warp, w, NW):
+                    for k in cutlass.range(j + 1 + warp, w, NW, unroll=2):
                         self._load_column(sP, rA, k, rstart, nloc, lane)
                         self._reflect(rV, rA, tau, sDots, k)
                         self._store_column(sP, rA, k, rstart, nloc, lane)
