@@ -1042,7 +1042,8 @@ def _update(batch: int, n: int, c: int, col_lo: int, col_hi: int, block_n: int, 
 
 
 # (device, n, input 16-byte aligned, strides below 2^31)
-#   -> the compiled kernel's (launcher, function, metadata) and Triton's current-stream getter
+#   -> the compiled kernel's (launcher, function, metadata), Triton's current-stream getter and the
+#      kernel's N (n rounded up to a power of two, at least 16)
 _SMALL_LAUNCHES: dict = {}
 
 
@@ -1062,23 +1063,23 @@ def _small_qr(data: torch.Tensor) -> output_t:
     """
     batch, n, _ = data.shape
     tau_at = _round_up(batch * n * n, 4)                # tau 16-byte aligned
-    out = torch.empty(tau_at + batch * n, device=data.device)
+    out = data.new_empty(tau_at + batch * n)
     h = out.as_strided((batch, n, n), (n * n, n, 1))
     tau = out.as_strided((batch, n), (n, 1), tau_at)
     strides = data.stride()
-    size = max(16, triton.next_power_of_2(n))
-    args = (data, h, tau, n, *strides, size)
     device = data.get_device()
     key = (device, n, data.data_ptr() % 16 == 0, max(strides) < 2 ** 31)
     launch = _SMALL_LAUNCHES.get(key)
     if launch is not None:
-        launcher, function, metadata, current_stream = launch
-        launcher(batch, 1, 1, current_stream(device), function, metadata, None, None, None, *args)
+        launcher, function, metadata, current_stream, size = launch
+        launcher(batch, 1, 1, current_stream(device), function, metadata, None, None, None,
+                 data, h, tau, n, *strides, size)
         return h, tau
-    kernel = _small_qr_kernel[(batch,)](*args, num_warps=_pick(SMALL_WARPS, size))
+    size = max(16, triton.next_power_of_2(n))
+    kernel = _small_qr_kernel[(batch,)](data, h, tau, n, *strides, size, num_warps=_pick(SMALL_WARPS, size))
     if isinstance(kernel, CompiledKernel):      # not under the CPU interpreter
         _SMALL_LAUNCHES[key] = (kernel.run, kernel.function, kernel.packed_metadata,
-                                triton.runtime.driver.active.get_current_stream)
+                                triton.runtime.driver.active.get_current_stream, size)
     return h, tau
 
 
