@@ -7,7 +7,8 @@
 A variant is a submission file loaded as its own module, with module-level
 constants overridden after import (`NAME=VALUE`, VALUE a Python literal,
 several joined by `:`). Per shape (the first benchmark case of each
-batch x n), every variant factors the same inputs once, checked by
+batch x n; a shape no benchmark has gets a dense cond-1 case), every
+variant factors the same inputs once, checked by
 `reference.check_implementation`; then `--rounds` rounds time each variant
 in turn the way SPEC §5 does (synchronize, flush L2, CUDA events around
 `[f(x) for x in inputs]`, time per call). Interleaving puts every variant
@@ -33,6 +34,9 @@ import compare  # noqa: E402
 import eval as harness  # noqa: E402
 import reference  # noqa: E402
 import utils  # noqa: E402
+
+
+OTHER_SHAPES_SEED = 4242
 
 
 def load_variant(text: str):
@@ -65,6 +69,8 @@ def main(argv: list[str]) -> int:
         if shape not in seen and (not wanted or shape in wanted):
             seen.add(shape)
             cases.append(case)
+    others = "\n".join(f"batch: {b}; n: {n}; cond: 1; seed: {OTHER_SHAPES_SEED}" for b, n in sorted(wanted - seen))
+    cases += harness.parse_specs(others, "--shapes", None) if others else []
 
     print(f"{torch.cuda.get_device_name()}; rounds {args.rounds}", flush=True)
     print(f"{'shape':>10s}" + "".join(f"{name + ' ms':>16s}" for name in variants), flush=True)
