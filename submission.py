@@ -1041,7 +1041,7 @@ def _update(batch: int, n: int, c: int, col_lo: int, col_hi: int, block_n: int, 
     return Update(col_lo, col_hi, max(1, min(splits, triton.cdiv(n - c, TRAIL_BLOCK_M))), block_n, False)
 
 
-# (device, n, input 16-byte aligned, strides below 2^31)
+# (device, n, input 16-byte aligned, which of the three strides are below 2^31)
 #   -> the compiled kernel's (launcher, function, metadata), Triton's current-stream getter and the
 #      kernel's N (n rounded up to a power of two, at least 16)
 _SMALL_LAUNCHES: dict = {}
@@ -1057,18 +1057,19 @@ def _small_qr(data: torch.Tensor) -> output_t:
     not see these launches): 13 -> 7 us of host time on H200, most of a small
     call. The key holds everything the JIT specializes on: the device, n (its
     value fixes N, the warps and n's specialization), the input pointer's
-    16-byte alignment and the strides' integer width (strides are not
-    specialized; the outputs are fresh, so aligned). h and tau are strided
-    views of the buffer (cheaper on the host than slicing and viewing).
+    16-byte alignment and each stride's integer width (strides are not
+    specialized, but each is passed as i32 or i64 by its value; the outputs
+    are fresh, so aligned). h and tau are strided views of the buffer
+    (cheaper on the host than slicing and viewing).
     """
     batch, n, _ = data.shape
     tau_at = _round_up(batch * n * n, 4)                # tau 16-byte aligned
     out = data.new_empty(tau_at + batch * n)
     h = out.as_strided((batch, n, n), (n * n, n, 1))
     tau = out.as_strided((batch, n), (n, 1), tau_at)
-    strides = data.stride()
+    strides = stride_b, stride_r, stride_c = data.stride()
     device = data.get_device()
-    key = (device, n, data.data_ptr() % 16 == 0, max(strides) < 2 ** 31)
+    key = (device, n, data.data_ptr() % 16 == 0, stride_b < 2 ** 31, stride_r < 2 ** 31, stride_c < 2 ** 31)
     launch = _SMALL_LAUNCHES.get(key)
     if launch is not None:
         launcher, function, metadata, current_stream, size = launch

@@ -327,6 +327,16 @@ def test_a_broken_capture_falls_back_to_eager_launches():
     assert torch.equal(h, expected[0]) and torch.equal(tau, expected[1])
 
 
+@pytest.mark.gpu
+def test_small_launches_tell_apart_which_stride_is_wide():
+    # a stride >= 2^31 reaches the kernel as i64: wide strides in different places need different kernels
+    storage = torch.randn(2 ** 31 + 8, device="cuda")          # 8 GiB: a row 2^31 floats from the first
+    wide_batch = storage.as_strided((1, 2, 2), (2 ** 31, 2, 1))
+    wide_rows = storage.as_strided((1, 2, 2), (4, 2 ** 31, 1))
+    for view in (wide_batch, wide_rows):
+        assert_factors(view, submission.custom_kernel(view))
+
+
 # ---------------------------------------------------------------------------
 # GPU: memory
 # ---------------------------------------------------------------------------
