@@ -1130,10 +1130,11 @@ class Factorization:
     The sequence is captured once in a CUDA graph, so a call costs one copy
     in, one replay and two copies out whatever the number of panels; plans
     with at least EAGER_MIN_PANEL_BYTES of h per panel instead launch
-    eagerly, factoring a fresh output in place (`eager`). Calls
-    are ordered through `done`, so two streams never share the buffers at
-    the same time. The buffers hold `nbytes` of device memory, about the
-    input's size (plus V^T C partials for blocked plans). Blocked plans stage
+    eagerly, factoring a fresh output in place (`eager`), and keep no h or
+    tau of their own. Calls are ordered through `done`, so two streams never
+    share the buffers at the same time. The buffers hold `nbytes` of device
+    memory: the graph's h and tau, about the input's size, plus T, the
+    cluster scratch and V^T C partials for blocked plans. Blocked plans stage
     the input with a kernel that also finds each matrix's largest entry, so
     that tiny matrices are lifted before the tensor-core updates (`_lift`).
     With `lookahead` (by default for cluster plans with n >= LOOKAHEAD_MIN_N)
@@ -1145,8 +1146,9 @@ class Factorization:
         self.plan = plan = make_plan(batch, n, sms, smem)
         width = plan.width
         zeros = dict(device=device, dtype=torch.float32)
-        self.h = torch.zeros((batch, n, n), **zeros)
-        self.tau = torch.zeros((batch, n), **zeros)
+        self.eager = launches_eagerly(batch, n, plan)
+        h, tau = torch.zeros((batch, n, n), **zeros), torch.zeros((batch, n), **zeros)
+        self.h, self.tau = (None, None) if self.eager else (h, tau)     # the graph's buffers
         if lookahead is None:           # where it paid on H200: clusters (idle SMs) and large trailing updates
             lookahead = plan.cluster > 1 and n >= LOOKAHEAD_MIN_N
         self.lookahead = lookahead and not plan.square
@@ -1173,18 +1175,20 @@ class Factorization:
                 for updates in zip(*[step[1:] for step in self.steps]))
             self.side = torch.cuda.Stream(device)
             buffers = [self.size, self.t, scratch, self.y_next, self.y_rest]
-        self.nbytes = sum(x.numel() * x.element_size() for x in [self.h, self.tau, *buffers])
-        self.eager = launches_eagerly(batch, n, plan)
+        if not self.eager:
+            buffers += [h, tau]
+        self.nbytes = sum(x.numel() * x.element_size() for x in buffers)
         self.cute_t = [_cute_tensor(self.t[parity]) for parity in (0, 1)]
         self.cute_scratch = _cute_tensor(scratch)
-        self.cute_args = self._cute_args(self.h, self.tau)
+        cute_args = self._cute_args(h, tau)
+        self.cute_args = None if self.eager else cute_args
         stream = cuda.CUstream(torch.cuda.current_stream(device).cuda_stream)
-        self.panels = [_panel_kernel(panel_plan(plan, n, c), (*self.cute_args[0], cutlass.Int32(c), stream))
+        self.panels = [_panel_kernel(panel_plan(plan, n, c), (*cute_args[0], cutlass.Int32(c), stream))
                        for c, _, _ in self.steps]
         self.lock = threading.Lock()
         self.done = torch.cuda.Event()
 
-        self.launch()                         # first run outside the graph: JIT, module loads
+        self.launch(h, tau)                   # first run outside the graph: JIT, module loads
         self.captures_left = 0 if self.eager else CAPTURE_ATTEMPTS
         self.graph = None if self.eager else self._capture()
 
@@ -1261,7 +1265,8 @@ class Factorization:
             stream = torch.cuda.current_stream()
             stream.wait_event(self.done)
             if self.eager:
-                out = torch.empty_like(self.h), torch.empty_like(self.tau)
+                batch, n, _ = data.shape
+                out = data.new_empty((batch, n, n)), data.new_empty((batch, n))
                 self.stage(data, out[0])
                 self.launch(*out)
             else:

@@ -256,7 +256,7 @@ def test_eager_launches_factor_into_fresh_outputs(batch, n, monkeypatch):
     monkeypatch.setattr(submission, "EAGER_MIN_PANEL_BYTES", 0)
     a = reference.generate_input(batch, n, 1, 71, "dense")
     f = submission.Factorization(batch, n, a.device)
-    assert f.eager and f.graph is None
+    assert f.eager and f.graph is None and f.h is None and f.nbytes < a.nbytes
     first, second = f(a), f(a)
     assert first[0].data_ptr() != second[0].data_ptr() and first[1].data_ptr() != second[1].data_ptr()
     assert torch.equal(first[0], second[0]) and torch.equal(first[1], second[1])
