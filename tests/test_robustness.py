@@ -310,10 +310,10 @@ def test_a_broken_capture_falls_back_to_eager_launches():
         submission._FACTORIZATIONS.pop((a.device.index, 3, 300), None)
     launch = submission.Factorization.launch
 
-    def launch_unless_capturing(f):
+    def launch_unless_capturing(f, *args):
         if torch.cuda.is_current_stream_capturing():
             raise RuntimeError("capture broken")
-        launch(f)
+        launch(f, *args)
 
     stream = torch.cuda.current_stream()
     with mock.patch.object(submission.Factorization, "launch", launch_unless_capturing):
