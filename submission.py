@@ -461,9 +461,11 @@ if cutlass is not None:
         |x|^2, |x|_inf and alpha, into every CTA's shared memory with bulk
         copies that complete transactions on the receiver's mbarrier; a CTA
         waits on its own mbarriers (no cluster barrier and no GPU-scope fence
-        per column). The buffers alternate by column parity: a CTA reaches
-        column j + 2 only after every CTA published column j + 1's norms,
-        which each does after reading column j's dots. A cluster panel ends
+        per column). The buffers alternate by column parity, and every lane
+        sums the dots it needs straight from the receive buffer: a CTA
+        pushes column j + 2's dots only after every CTA published column
+        j + 2's norms, which each does in column j + 1, after the barrier
+        that ends column j (so after all its warps read column j's dots). A cluster panel ends
         with the cluster barrier of T's Gram exchange, after every CTA's
         last wait, so no CTA exits while a peer's copy may still read its
         shared memory.
@@ -472,7 +474,7 @@ if cutlass is not None:
         scaled into v (and beta stored on its diagonal) during column j+1.
 
         Shared memory: ld * width floats of panel, plus width^2 (Gram) and
-        width^2 (T) when `form_t`, plus 2 * width + 6 floats, plus the
+        width^2 (T) when `form_t`, plus width + 6 floats (tau, norms), plus the
         exchange buffers of a cluster (`exchange_floats`) and four mbarriers. n and c are run-time
         sizes: one compiled kernel serves every n and c with
         ceil((n - c) / cluster) <= rows (and n <= width for a square plan).
@@ -537,7 +539,6 @@ if cutlass is not None:
             sP = smem.allocate_tensor(cutlass.Float32, cute.make_layout((self.ld, W)), 16)
             sTau = smem.allocate_tensor(cutlass.Float32, cute.make_layout(W), 16)
             sNext = smem.allocate_tensor(cutlass.Float32, cute.make_layout(6), 16)  # |x|^2, alpha, |x|_inf by parity
-            sDots = smem.allocate_tensor(cutlass.Float32, cute.make_layout(W), 16)  # cluster: v^T A[:, k]
             if cutlass.const_expr(self.form_t):
                 sGram = smem.allocate_tensor(cutlass.Float32, cute.make_layout((W, W)), 16)
                 sT = smem.allocate_tensor(cutlass.Float32, cute.make_layout((W, W)), 16)  # sT[l, i] = T[i, l]
@@ -671,18 +672,12 @@ if cutlass is not None:
                                           sRecvDots.iterator + W * rank + W * G * (j % 2),
                                           sBars.iterator + 2 + j % 2, g, W * 4)
                     cute.arch.mbarrier_wait(sBars.iterator + 2 + j % 2, (j // 2) % 2)
-                    if tidx < w:                # thread k sums column k's parts
-                        total = cutlass.Float32(0.0)
-                        for g in cutlass.range_constexpr(G):
-                            total = total + sRecvDots[tidx, g, j % 2]
-                        sDots[tidx] = total
-                    cute.arch.sync_threads()
                 if cutlass.const_expr(self.resident):
                     for s in cutlass.range_constexpr(self.slots):
                         own = warp + NW * s
                         if own > j:
                             if own < w:
-                                self._reflect(rV, rCols[s], tau, sDots, own)
+                                self._reflect(rV, rCols[s], tau, sRecvDots, j % 2, own)
                                 if own == j + 1:
                                     self._store_column(sP, rCols[s], own, 0, nloc, lane)
                                     self._publish_next(rCols[s], sNext, sSendNext, sRecvNext, sBars, rank, r0,
@@ -690,7 +685,7 @@ if cutlass is not None:
                 else:
                     for k in cutlass.range(j + 1 + warp, w, NW, unroll=2):
                         self._load_column(sP, rA, k, rstart, nloc, lane)
-                        self._reflect(rV, rA, tau, sDots, k)
+                        self._reflect(rV, rA, tau, sRecvDots, j % 2, k)
                         self._store_column(sP, rA, k, rstart, nloc, lane)
                         if k == j + 1:
                             self._publish_next(rA, sNext, sSendNext, sRecvNext, sBars, rank, r0, nloc, c, k, lane)
@@ -738,12 +733,14 @@ if cutlass is not None:
                 sSendDots[k, parity] = dot
 
         @cute.jit
-        def _reflect(self, rV, rX, tau, sDots, k):
+        def _reflect(self, rV, rX, tau, sRecvDots, parity, k):
             """rX := rX - tau (v^T A[:, k]) v for column k in rX (v is 0 outside the pivot's rows);
-            a cluster's dot products are summed in sDots."""
+            a cluster's dot product is the sum of every CTA's part, received in sRecvDots (each lane
+            sums them: no barrier between their arrival and their use)."""
             dot = cutlass.Float32(0.0)
             if cutlass.const_expr(self.cluster > 1):
-                dot = sDots[k]
+                for g in cutlass.range_constexpr(self.cluster):
+                    dot = dot + sRecvDots[k, g, parity]
             else:
                 dot = self._warp_dot(rV, rX)
             coef = tau * dot
@@ -932,7 +929,7 @@ def exchange_floats(width: int, cluster: int) -> int:
 
 def panel_smem_bytes(rows: int, width: int, form_t: bool, cluster: int = 1) -> int:
     """Shared memory of a HouseholderPanel CTA (see its docstring for the layout)."""
-    floats = (rows | 1) * width + (2 * width * width if form_t else 0) + 2 * width + 6
+    floats = (rows | 1) * width + (2 * width * width if form_t else 0) + width + 6
     return 4 * (floats + exchange_floats(width, cluster)) + (32 if cluster > 1 else 0)
 
 
