@@ -465,17 +465,17 @@ if cutlass is not None:
         sums the dots it needs straight from the receive buffer: a CTA
         pushes column j + 2's dots only after every CTA published column
         j + 2's norms, which each does in column j + 1, after the barrier
-        that ends column j (so after all its warps read column j's dots). A cluster panel ends
-        with the cluster barrier of T's Gram exchange, after every CTA's
-        last wait, so no CTA exits while a peer's copy may still read its
-        shared memory.
+        that ends column j (so after all its warps read column j's dots).
+        A cluster panel ends with the cluster barrier of T's Gram exchange,
+        after every CTA's last wait, so no CTA exits while a peer's copy may
+        still read its shared memory.
 
         Column j's tail keeps its raw x while column j is read as v; it is
         scaled into v (and beta stored on its diagonal) during column j+1.
 
         Shared memory: ld * width floats of panel, plus width^2 (Gram) and
-        width^2 (T) when `form_t`, plus width + 6 floats (tau, norms), plus the
-        exchange buffers of a cluster (`exchange_floats`) and four mbarriers. n and c are run-time
+        width^2 (T) when `form_t`, plus width + 6 floats (tau, norms), plus
+        the exchange buffers of a cluster (`exchange_floats`) and four mbarriers. n and c are run-time
         sizes: one compiled kernel serves every n and c with
         ceil((n - c) / cluster) <= rows (and n <= width for a square plan).
         """
