@@ -593,7 +593,7 @@ if cutlass is not None:
             for j in cutlass.range(w):
                 d = c + j
                 # ----- column j-1: raw x -> v, alpha -> beta; column j's raw x into registers -----
-                # (neither needs column j's norms: their loads overlap the wait for them and the reflector)
+                # (neither needs column j's norms: their loads overlap a cluster's wait for them and the reflector)
                 if j > 0:
                     self._finish_column(sP, j - 1, c + j - 1, r0, nloc, beta_prev, lift_prev, scale_prev, tidx)
                 rstart = cutlass.max(d - r0, 0)
@@ -738,7 +738,7 @@ if cutlass is not None:
         def _reflect(self, rV, rX, tau, sRecvDots, parity, k):
             """rX := rX - tau (v^T A[:, k]) v for column k in rX (v is 0 outside the pivot's rows);
             a cluster's dot product is the sum of every CTA's part, received in sRecvDots (each lane
-            sums them: no barrier between their arrival and their use)."""
+            sums them after its own mbarrier wait: no CTA barrier between their arrival and their use)."""
             dot = cutlass.Float32(0.0)
             if cutlass.const_expr(self.cluster > 1):
                 for g in cutlass.range_constexpr(self.cluster):
