@@ -592,6 +592,17 @@ if cutlass is not None:
             scale_prev = cutlass.Float32(1.0)
             for j in cutlass.range(w):
                 d = c + j
+                # ----- column j-1: raw x -> v, alpha -> beta; column j's raw x into registers -----
+                # (neither needs column j's norms: their loads overlap a cluster's wait for them and the reflector)
+                if j > 0:
+                    self._finish_column(sP, j - 1, c + j - 1, r0, nloc, beta_prev, lift_prev, scale_prev, tidx)
+                rstart = cutlass.max(d - r0, 0)
+                first = j + 1 + warp                            # this warp's first column after j
+                if cutlass.const_expr(self.resident):
+                    first = j + 1 + (warp + NW * W - j - 1) % NW
+                if first < w:
+                    self._load_column(sP, rV, j, rstart, nloc, lane)
+
                 # ----- reflector of column j from the published |x|^2, |x|_inf and alpha -----
                 xnorm2 = cutlass.Float32(0.0)
                 xmax = cutlass.Float32(0.0)
@@ -637,17 +648,8 @@ if cutlass is not None:
                     if rank == 0:
                         mTau[b, d] = tau
 
-                # ----- column j-1: raw x -> v, alpha -> beta -----
-                if j > 0:
-                    self._finish_column(sP, j - 1, c + j - 1, r0, nloc, beta_prev, lift_prev, scale_prev, tidx)
-
                 # ----- A[d:, k] -= tau (v^T A[d:, k]) v for panel columns k > j -----
-                rstart = cutlass.max(d - r0, 0)
-                first = j + 1 + warp                            # this warp's first column after j
-                if cutlass.const_expr(self.resident):
-                    first = j + 1 + (warp + NW * W - j - 1) % NW
                 if first < w:
-                    self._load_column(sP, rV, j, rstart, nloc, lane)
                     for t in cutlass.range_constexpr(self.rows_per_lane):
                         v = rV[t] * lift * scale
                         if r0 + lane + WARP * t == d:
@@ -736,7 +738,7 @@ if cutlass is not None:
         def _reflect(self, rV, rX, tau, sRecvDots, parity, k):
             """rX := rX - tau (v^T A[:, k]) v for column k in rX (v is 0 outside the pivot's rows);
             a cluster's dot product is the sum of every CTA's part, received in sRecvDots (each lane
-            sums them: no barrier between their arrival and their use)."""
+            sums them after its own mbarrier wait: no CTA barrier between their arrival and their use)."""
             dot = cutlass.Float32(0.0)
             if cutlass.const_expr(self.cluster > 1):
                 for g in cutlass.range_constexpr(self.cluster):
