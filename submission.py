@@ -135,11 +135,12 @@ SLOT_SCALED, SLOT_GRAM = 0, 1
 # ---------------------------------------------------------------------------
 @triton.jit
 def _stage_input_kernel(
-    a_ptr, h_ptr, size_ptr, n,
+    a_ptr, h_ptr, size_ptr, n, col_end,
     stride_ab, stride_ar, stride_ac,
     BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr,
 ):
-    """H[b] := A[b] (any strides), size[b] := max(size[b], |A[b]|_max) over the tile."""
+    """H[b, :, :col_end] := A[b, :, :col_end] (any strides), size[b] := max(size[b], |A[b]|_max) over the
+    tile (all n columns)."""
     pid_r = tl.program_id(0)
     pid_c = tl.program_id(1)
     b = tl.program_id(2).to(tl.int64)
@@ -148,7 +149,7 @@ def _stage_input_kernel(
     mask = (rows[:, None] < n) & (cols[None, :] < n)
     offsets = b * stride_ab + rows.to(tl.int64)[:, None] * stride_ar + cols.to(tl.int64)[None, :] * stride_ac
     x = tl.load(a_ptr + offsets, mask=mask, other=0.0)
-    tl.store(h_ptr + b * n * n + rows[:, None] * n + cols[None, :], x, mask=mask)
+    tl.store(h_ptr + b * n * n + rows[:, None] * n + cols[None, :], x, mask=mask & (cols[None, :] < col_end))
     tl.atomic_max(size_ptr + b, tl.max(tl.max(tl.abs(x), axis=1), axis=0))
 
 
@@ -174,8 +175,9 @@ def _unit_scales(size):
 
 
 @triton.jit
-def _lift_kernel(h_ptr, size_ptr, n, INVERSE: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
-    """H[b] *= 2^k_b, or R[b] = triu(H[b]) *= 2^-k_b if INVERSE, for matrices with |A[b]|_max < 2^TINY_EXPONENT.
+def _lift_kernel(h_ptr, size_ptr, n, col_end, INVERSE: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
+    """H[b, :, :col_end] *= 2^k_b, or R[b] = triu(H[b]) *= 2^-k_b if INVERSE (col_end = n), for matrices with
+    |A[b]|_max < 2^TINY_EXPONENT.
 
     k_b = min(126, -floor(log2 |A[b]|_max)) brings the largest entry to [1, 2) (from bit patterns:
     exact, subnormals included); k_b = 0 for every other matrix, whose program returns at once.
@@ -187,9 +189,9 @@ def _lift_kernel(h_ptr, size_ptr, n, INVERSE: tl.constexpr, BLOCK_R: tl.constexp
         factor = _power_of_two(-k if INVERSE else k)
         for r0 in range(0, n, BLOCK_R):
             rows = r0 + tl.arange(0, BLOCK_R)
-            for c0 in range(0, n, BLOCK_C):
+            for c0 in range(0, col_end, BLOCK_C):
                 cols = c0 + tl.arange(0, BLOCK_C)
-                mask = (rows[:, None] < n) & (cols[None, :] < n)
+                mask = (rows[:, None] < n) & (cols[None, :] < col_end)
                 if INVERSE:
                     mask &= rows[:, None] <= cols[None, :]
                 ptrs = h_ptr + b * n * n + rows[:, None] * n + cols[None, :]
@@ -306,42 +308,48 @@ def _load_reflectors(h_ptr, rows, row_end, c, n, W: tl.constexpr):
 
 
 @triton.jit
-def _project(h_ptr, c, row_lo, row_hi, cols, col_hi, n, W: tl.constexpr, BLOCK_M: tl.constexpr,
+def _project(h_ptr, c_ptr, lift, c, row_lo, row_hi, cols, col_hi, n, W: tl.constexpr, BLOCK_M: tl.constexpr,
              BLOCK_N: tl.constexpr):
-    """(V^T C)^T over the rows [row_lo, row_hi): BLOCK_N x W, float32, C = H[b, :, cols]."""
+    """(V^T C)^T over the rows [row_lo, row_hi): BLOCK_N x W, float32, C = lift * C_ptr[b, :, cols] (C_ptr is
+    H, or the input for the first panel's update; both n x n, row-major)."""
     acc = tl.zeros((BLOCK_N, W), dtype=tl.float32)
     for r0 in range(row_lo, row_hi, BLOCK_M):
         rows = r0 + tl.arange(0, BLOCK_M)
         v = _load_reflectors(h_ptr, rows, row_hi, c, n, W)
-        tile = tl.load(h_ptr + rows[:, None] * n + cols[None, :],
+        tile = tl.load(c_ptr + rows[:, None] * n + cols[None, :],
                        mask=(rows[:, None] < row_hi) & (cols[None, :] < col_hi), other=0.0)
-        acc = _dot_3xbf16(tl.trans(tile), v, acc)
+        acc = _dot_3xbf16(tl.trans(tile * lift), v, acc)
     return acc
 
 
 @triton.jit
-def _subtract_reflected(h_ptr, rows, cols, col_hi, c, n, y_big, y_small, W: tl.constexpr):
-    """C[rows, cols] -= V[rows] Y for Y = T^T V^T C (W x BLOCK_N) given as _bf16_pair(Y)."""
+def _subtract_reflected(h_ptr, c_ptr, lift, rows, cols, col_hi, c, n, y_big, y_small, W: tl.constexpr):
+    """H[rows, cols] := C[rows, cols] - V[rows] Y for C = lift * C_ptr[b] (see _project) and Y = T^T V^T C
+    (W x BLOCK_N) given as _bf16_pair(Y)."""
     v = _load_reflectors(h_ptr, rows, n, c, n, W)
-    ptrs = h_ptr + rows[:, None] * n + cols[None, :]
+    offsets = rows[:, None] * n + cols[None, :]
     mask = (rows[:, None] < n) & (cols[None, :] < col_hi)
-    tile = tl.load(ptrs, mask=mask, other=0.0)
-    tl.store(ptrs, tile - _dot_3xbf16_split(v, y_big, y_small, tl.zeros(tile.shape, dtype=tl.float32)), mask=mask)
+    tile = tl.load(c_ptr + offsets, mask=mask, other=0.0) * lift
+    tl.store(h_ptr + offsets, tile - _dot_3xbf16_split(v, y_big, y_small, tl.zeros(tile.shape, dtype=tl.float32)),
+             mask=mask)
 
 
 @triton.jit
 def _wy_update_kernel(
-    h_ptr, t_ptr,
+    h_ptr, t_ptr, a_ptr, size_ptr,
     # sizes: C = H[b, c:, col_lo:col_hi]
     n, c, col_lo, col_hi,
-    W: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+    W: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, FROM_INPUT: tl.constexpr,
 ):
     """C[:, cols] := C[:, cols] - V T^T V^T C[:, cols] for one tile of columns, C = H[b, c:, col_lo:col_hi].
 
     The program reads its column strip twice (V^T C top to bottom, then the
     update bottom to top, so that the rows read last, the likeliest still in
     L2, are read again first) and writes nothing but C: no V^T C round trip
-    through memory and one launch instead of two.
+    through memory and one launch instead of two. With FROM_INPUT (the first
+    panel's update, c = 0) C is read from the input A (contiguous) and lifted
+    as `_lift_kernel` lifts H: C = 2^k_b A[b, :, cols], so that only the first
+    panel's columns of A need a staged copy in H.
     """
     pid_n = tl.program_id(0)
     b = tl.program_id(1)
@@ -349,16 +357,23 @@ def _wy_update_kernel(
     t_ptr += b.to(tl.int64) * W * W
     cols = col_lo + pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     k = tl.arange(0, W)
+    if FROM_INPUT:
+        c_ptr = a_ptr + b.to(tl.int64) * n * n
+        lift = _power_of_two(_lift_exponent(tl.load(size_ptr + b)))
+    else:
+        c_ptr = h_ptr
+        lift = 1.0
 
     # ----- Y := T^T V^T C, float32 -----
-    acc = _project(h_ptr, c, c, n, cols, col_hi, n, W, BLOCK_M, BLOCK_N)
+    acc = _project(h_ptr, c_ptr, lift, c, c, n, cols, col_hi, n, W, BLOCK_M, BLOCK_N)
     t = tl.load(t_ptr + k[:, None] * W + k[None, :])
     y_big, y_small = _bf16_pair(tl.trans(tl.dot(acc, t, input_precision="ieee")))
 
     # ----- C := C - V Y, from the last row block up -----
     last = c + (n - 1 - c) // BLOCK_M * BLOCK_M
     for i in range(0, tl.cdiv(n - c, BLOCK_M)):
-        _subtract_reflected(h_ptr, last - i * BLOCK_M + tl.arange(0, BLOCK_M), cols, col_hi, c, n, y_big, y_small, W)
+        _subtract_reflected(h_ptr, c_ptr, lift, last - i * BLOCK_M + tl.arange(0, BLOCK_M), cols, col_hi, c, n,
+                            y_big, y_small, W)
 
 
 @triton.jit
@@ -379,7 +394,8 @@ def _wy_project_kernel(
     h_ptr += b.to(tl.int64) * n * n
     cols = col_lo + pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     row_lo = c + split * rows_per_split
-    acc = _project(h_ptr, c, row_lo, tl.minimum(row_lo + rows_per_split, n), cols, col_hi, n, W, BLOCK_M, BLOCK_N)
+    acc = _project(h_ptr, h_ptr, 1.0, c, row_lo, tl.minimum(row_lo + rows_per_split, n), cols, col_hi, n, W,
+                   BLOCK_M, BLOCK_N)
     k = tl.arange(0, W)
     y = y_ptr + split * stride_ys + b * stride_yb + k[None, :] * stride_yk + (cols - col_lo)[:, None]
     tl.store(y, acc, mask=(cols < col_hi)[:, None])
@@ -414,7 +430,8 @@ def _wy_apply_kernel(
     y_big, y_small = _bf16_pair(tl.dot(t_trans, vtc, input_precision="ieee"))
 
     # ----- C := C - V Y -----
-    _subtract_reflected(h_ptr, c + pid_m * BLOCK_M + tl.arange(0, BLOCK_M), cols, col_hi, c, n, y_big, y_small, W)
+    _subtract_reflected(h_ptr, h_ptr, 1.0, c + pid_m * BLOCK_M + tl.arange(0, BLOCK_M), cols, col_hi, c, n,
+                        y_big, y_small, W)
 
 
 # ---------------------------------------------------------------------------
@@ -1083,24 +1100,30 @@ def _small_qr(data: torch.Tensor) -> output_t:
     return h, tau
 
 
-def _stage_input(a, h, size):
-    """h := a (any strides) and size[b] := max(size[b], max |a[b]|); size starts at 0."""
+def _stage_input(a, h, size, col_end: int | None = None):
+    """h[:, :, :col_end] := a[:, :, :col_end] (any strides; all columns by default) and
+    size[b] := max(size[b], max |a[b]|); size starts at 0."""
     batch, n, _ = h.shape
     _stage_input_kernel[(triton.cdiv(n, STAGE_BLOCK[0]), triton.cdiv(n, STAGE_BLOCK[1]), batch)](
-        a, h, size, n, a.stride(0), a.stride(1), a.stride(2), BLOCK_R=STAGE_BLOCK[0], BLOCK_C=STAGE_BLOCK[1])
+        a, h, size, n, n if col_end is None else col_end, a.stride(0), a.stride(1), a.stride(2),
+        BLOCK_R=STAGE_BLOCK[0], BLOCK_C=STAGE_BLOCK[1])
 
 
-def _lift(h, size, inverse: bool):
-    """Scale tiny matrices of h up before the factorization, or their R back down after it."""
+def _lift(h, size, inverse: bool, col_end: int | None = None):
+    """Scale tiny matrices of h up before the factorization (columns below col_end, by default all), or
+    their R back down after it."""
     batch, n, _ = h.shape
-    _lift_kernel[(batch,)](h, size, n, INVERSE=inverse, BLOCK_R=STAGE_BLOCK[0], BLOCK_C=STAGE_BLOCK[1])
+    _lift_kernel[(batch,)](h, size, n, n if col_end is None or inverse else col_end, INVERSE=inverse,
+                           BLOCK_R=STAGE_BLOCK[0], BLOCK_C=STAGE_BLOCK[1])
 
 
-def _apply_block_reflector(h, y, t, c: int, width: int, update: Update):
+def _apply_block_reflector(h, y, t, c: int, width: int, update: Update, source=None):
     """H[:, c:, cols] := (I - V T V^T)^T H[:, c:, cols] with V, T of the panel at c, cols of `update`.
 
     One launch when the update is `fused`; otherwise V^T C is summed over
-    row splits into `y` and a second launch applies it.
+    row splits into `y` and a second launch applies it. With `source` =
+    (a, size) a fused update of the first panel reads C from the contiguous
+    input a, lifted by the matrix sizes (see `_wy_update_kernel`).
     """
     batch, n, _ = h.shape
     rows = n - c
@@ -1109,7 +1132,9 @@ def _apply_block_reflector(h, y, t, c: int, width: int, update: Update):
     blocks = dict(W=width, BLOCK_M=TRAIL_BLOCK_M, BLOCK_N=update.block_n, num_warps=TRAIL_WARPS,
                   num_stages=TRAIL_STAGES)
     if update.fused:
-        _wy_update_kernel[(col_tiles, batch)](h, t, *sizes, **{**blocks, "BLOCK_M": TRAIL_FUSED_BLOCK_M})
+        a, size = (h, h) if source is None else source     # (h, h): not read
+        _wy_update_kernel[(col_tiles, batch)](h, t, a, size, *sizes, **{**blocks, "BLOCK_M": TRAIL_FUSED_BLOCK_M},
+                                              FROM_INPUT=source is not None)
         return
     rows_per_split = triton.cdiv(triton.cdiv(rows, update.splits), TRAIL_BLOCK_M) * TRAIL_BLOCK_M
     splits = triton.cdiv(rows, rows_per_split)
@@ -1136,7 +1161,10 @@ class Factorization:
     cluster scratch and V^T C partials for blocked plans. Blocked plans stage
     the input with a kernel that also finds each matrix's largest entry, so
     that tiny matrices are lifted before the tensor-core updates (`_lift`).
-    With `lookahead` (by default for cluster plans with n >= LOOKAHEAD_MIN_N)
+    An eager call whose first panel's update is one fused launch
+    (`reads_input`) stages only the first panel's columns of a contiguous
+    input: that update reads the rest from the input itself, which saves a
+    copy of the matrices (a read and a write) per call. With `lookahead` (by default for cluster plans with n >= LOOKAHEAD_MIN_N)
     the trailing updates run partly on a side stream (see `launch`).
     """
 
@@ -1151,6 +1179,7 @@ class Factorization:
         if lookahead is None:           # where it paid on H200: clusters (idle SMs) and large trailing updates
             lookahead = plan.cluster > 1 and n >= LOOKAHEAD_MIN_N
         self.lookahead = lookahead and not plan.square
+        self.reads_input = False
         if plan.square:
             self.t = torch.zeros((2, batch, 1, 1), **zeros)     # not read by a square plan
             scratch = self.t[0]
@@ -1173,6 +1202,8 @@ class Factorization:
                             **zeros)
                 for updates in zip(*[step[1:] for step in self.steps]))
             self.side = torch.cuda.Stream(device)
+            first_updates = self.steps[0][1:]
+            self.reads_input = self.eager and first_updates[0] is None and first_updates[1].fused
             buffers = [self.size, self.t, scratch, self.y_next, self.y_rest]
         if not self.eager:
             buffers += [h, tau]
@@ -1187,7 +1218,7 @@ class Factorization:
         self.lock = threading.Lock()
         self.done = torch.cuda.Event()
 
-        self.launch(h, tau)                   # first run outside the graph: JIT, module loads
+        self.launch(h, tau, h if self.reads_input else None)     # first run outside the graph: JIT, module loads
         self.captures_left = 0 if self.eager else CAPTURE_ATTEMPTS
         self.graph = None if self.eager else self._capture()
 
@@ -1213,16 +1244,19 @@ class Factorization:
             return None
         return graph
 
-    def stage(self, data: torch.Tensor, h: torch.Tensor) -> None:
-        """Copy the input into h (and, for blocked plans, find each matrix's largest entry)."""
+    def stage(self, data: torch.Tensor, h: torch.Tensor, col_end: int | None = None) -> None:
+        """Copy the input's columns below col_end (by default all) into h (and, for blocked plans, find
+        each matrix's largest entry)."""
         if self.plan.square:
             h.copy_(data)
         else:
-            _stage_input(data, h, self.size)
+            _stage_input(data, h, self.size, col_end)
 
-    def launch(self, h: torch.Tensor | None = None, tau: torch.Tensor | None = None) -> None:
+    def launch(self, h: torch.Tensor | None = None, tau: torch.Tensor | None = None,
+               source: torch.Tensor | None = None) -> None:
         """Queue the factorization of h in place, tau into tau (by default the graph's buffers self.h and
-        self.tau), on the current stream (and, with look-ahead, a side stream).
+        self.tau), on the current stream (and, with look-ahead, a side stream). With `source` (only where
+        `reads_input`), h holds the first panel's columns and its update reads the others from source.
 
         With look-ahead, panel k's reflector updates the next panel's columns
         on the current stream and the rest of the trailing matrix on the side
@@ -1237,7 +1271,7 @@ class Factorization:
         main = torch.cuda.current_stream()
         stream = cuda.CUstream(main.cuda_stream)
         if not self.plan.square:
-            _lift(h, self.size, inverse=False)
+            _lift(h, self.size, inverse=False, col_end=None if source is None else self.plan.width)
             self.side.wait_stream(main)
         rest_done = None
         for k, (c, next_update, rest_update) in enumerate(self.steps):
@@ -1248,7 +1282,8 @@ class Factorization:
                     main.wait_event(rest_done)
                 _apply_block_reflector(h, self.y_next, self.t[k % 2], c, self.plan.width, next_update)
             if rest_update and not self.lookahead:
-                _apply_block_reflector(h, self.y_rest, self.t[k % 2], c, self.plan.width, rest_update)
+                _apply_block_reflector(h, self.y_rest, self.t[k % 2], c, self.plan.width, rest_update,
+                                       (source, self.size) if k == 0 and source is not None else None)
             elif rest_update:
                 self.side.wait_event(panel_done)
                 with torch.cuda.stream(self.side):
@@ -1266,8 +1301,9 @@ class Factorization:
             if self.eager:
                 batch, n, _ = data.shape
                 out = data.new_empty((batch, n, n)), data.new_empty((batch, n))
-                self.stage(data, out[0])
-                self.launch(*out)
+                source = data if self.reads_input and data.is_contiguous() else None
+                self.stage(data, out[0], None if source is None else self.plan.width)
+                self.launch(*out, source)
             else:
                 if self.graph is None and self.captures_left > 0:
                     self.graph = self._capture()

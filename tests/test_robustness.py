@@ -116,6 +116,18 @@ for fused, splits in ((True, 1), (False, 1), (False, 3)):
         assert err <= 1e-4, (fused, splits, lo, hi, err.item())
         assert torch.equal(h[:, :, :lo], h0[:, :, :lo]) and torch.equal(h[:, :, hi:], h0[:, :, hi:])
         assert torch.equal(h[:, :c], h0[:, :c])
+# the first panel's update reading C from the input (2^-70 A[1] is lifted by 2^k) instead of from h
+source = a.clone()
+source[1] *= 2.0 ** -70
+size = source.abs().amax(dim=(1, 2))
+k = 1 - int(torch.frexp(size[1]).exponent)       # 2^k brings matrix 1's largest entry to [1, 2)
+h = h0.clone()
+h[:, c:, c + w:] = float("nan")
+submission._apply_block_reflector(h, None, t.float().contiguous(), c, w, submission.Update(c + w, n, 1, 64, True),
+                                  (source, size))
+err = (h[:, c:, c + w:].double() - want * torch.tensor([1.0, 2.0 ** (k - 70)])[:, None, None]).abs().max()
+assert err <= 1e-4 * want.abs().max(), err.item()
+assert torch.equal(h[:, :, :c + w], h0[:, :, :c + w]) and torch.equal(h[:, :c], h0[:, :c])
 print("trailing ok")
 """
 
@@ -151,6 +163,14 @@ submission._lift(h, size, inverse=True)
 upper = torch.ones(150, 150, dtype=torch.bool).triu()
 assert torch.equal(h[:, upper], staged[:, upper])
 assert torch.equal(h[1][~upper], staged[1][~upper] * 2.0 ** 126)
+# only the first 40 columns staged and lifted; the sizes still cover every column
+h, size = torch.full((3, 150, 150), float("nan")), torch.zeros(3)
+submission._stage_input(view, h, size, col_end=40)
+assert torch.equal(h[:, :, :40], view[:, :, :40]) and h[:, :, 40:].isnan().all()
+assert torch.equal(size, view.abs().amax(dim=(1, 2)))
+submission._lift(h, size, inverse=False, col_end=40)
+assert torch.equal(h[:, :, :40], staged[:, :, :40] * torch.tensor([1.0, 2.0 ** 126, 2.0 ** k])[:, None, None])
+assert h[:, :, 40:].isnan().all()
 print("lift ok")
 """
 

@@ -261,3 +261,24 @@ def test_eager_launches_factor_into_fresh_outputs(batch, n, monkeypatch):
     assert first[0].data_ptr() != second[0].data_ptr() and first[1].data_ptr() != second[1].data_ptr()
     assert torch.equal(first[0], second[0]) and torch.equal(first[1], second[1])
     assert_factors(a, first)
+
+
+@pytest.mark.gpu
+def test_first_update_reads_a_contiguous_input_as_a_staged_copy(monkeypatch):
+    # 132 x 300 on H200: one CTA a matrix and a fused first update, so a contiguous input is read in place
+    monkeypatch.setattr(submission, "EAGER_MIN_PANEL_BYTES", 0)
+    a = reference.generate_input(132, 300, 1, 73, "dense")
+    a[0] *= 1e-30                   # lifted before the tensor-core updates
+    a[1] *= 1e30
+    a[2, :, 100:] = 0.0
+    f = submission.Factorization(*a.shape[:2], a.device)
+    if not f.reads_input:
+        pytest.skip("this GPU's plan for 132 x 300 has no single fused first update")
+    original = a.clone()
+    h, tau = f(a)
+    staged = f(a.transpose(-1, -2).contiguous().transpose(-1, -2))     # same values, not contiguous
+    assert torch.equal(a, original)
+    assert torch.equal(h, staged[0]) and torch.equal(tau, staged[1])
+    for b in range(4):
+        assert_factors(a[b:b + 1], (h[b:b + 1], tau[b:b + 1]))
+    assert_factors(a[4:], (h[4:], tau[4:]))
