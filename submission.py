@@ -32,7 +32,10 @@ panel factorization and `T` stay in float32.
 The launch sequence of each larger (device, batch, n) is captured once in a CUDA
 graph with its own buffers; a call copies the input in, replays the graph and
 returns copies of the outputs, so host time does not grow with the number of
-panels.
+panels. Shapes whose panels' GPU time hides their launches (640x512) launch
+eagerly into fresh outputs instead; from a contiguous input they copy only the
+first panel's columns, and the first trailing update reads the others from the
+input.
 
 Which path serves `(batch, n)` depends on the shape and the device only, never
 on the values. Every launch goes to `torch.cuda.current_stream()`, the input is
