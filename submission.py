@@ -1166,8 +1166,9 @@ class Factorization:
     that tiny matrices are lifted before the tensor-core updates (`_lift`).
     An eager call whose first panel's update is one fused launch
     (`reads_input`) stages only the first panel's columns of a contiguous
-    input: that update reads the rest from the input itself, which saves a
-    copy of the matrices (a read and a write) per call. With `lookahead`
+    input: that update reads the rest from the input itself, which saves
+    writing a staged copy of the matrices per call (the staging kernel still
+    reads them all for their largest entries). With `lookahead`
     (by default for cluster plans with n >= LOOKAHEAD_MIN_N) the trailing
     updates run partly on a side stream (see `launch`).
     """
