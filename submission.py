@@ -496,8 +496,9 @@ if cutlass is not None:
         Column j's tail keeps its raw x while column j is read as v; it is
         scaled into v (and beta stored on its diagonal) during column j+1.
 
-        A square kernel whose columns stream through shared memory works in
-        blocks of `block` (SQUARE_BLOCK) columns: each column step updates
+        A square kernel alone on its SM whose columns stream through shared
+        memory works in blocks of `block` (SQUARE_BLOCK) columns: each column
+        step updates
         only the rest of its block, and when a block is done its block
         reflector is applied to every column right of it (`_apply_block`).
 
@@ -519,8 +520,10 @@ if cutlass is not None:
             self.rows_per_lane = -(-rows // WARP)
             self.slots = -(-width // (threads // WARP))       # columns a warp owns
             self.resident = resident and columns_fit_registers(rows, width, threads)
-            # square kernels whose columns stream through shared memory work in blocks of SQUARE_BLOCK columns
-            self.block = width if form_t or self.resident else min(SQUARE_BLOCK, width)
+            # a square kernel alone on its SM (`resident` asked for: registers cost no occupancy) whose
+            # columns stream through shared memory works in blocks of SQUARE_BLOCK columns
+            blocked = not form_t and resident and not self.resident
+            self.block = min(SQUARE_BLOCK, width) if blocked else width
 
         @cute.jit
         def __call__(self, mA: cute.Tensor, mH: cute.Tensor, mTau: cute.Tensor,
@@ -740,8 +743,8 @@ if cutlass is not None:
                         if end < w:
                             self._finish_column(sP, j, d, r0, nloc, beta, lift, scale, tidx)
                             cute.arch.sync_threads()
-                            self._apply_block(sP, sTau, sGram, sT, sNext, rV, rA, rBlock, end - self.block, end, w,
-                                              c, nloc, tidx, lane, warp)
+                            self._apply_block(sP, sTau, sGram, sT, sNext, rA, rBlock, end - self.block, end, w, nloc,
+                                              tidx, lane, warp)
                 beta_prev = beta
                 lift_prev = lift
                 scale_prev = scale
@@ -885,26 +888,27 @@ if cutlass is not None:
                     rX[t] = cutlass.Float32(1.0)
 
         @cute.jit
-        def _apply_block(self, sP, sTau, sGram, sT, sNext, rV, rA, rBlock, j0, end, w, c, nloc, tidx, lane, warp):
+        def _apply_block(self, sP, sTau, sGram, sT, sNext, rA, rBlock, j0, end, w, nloc, tidx, lane, warp):
             """Columns [end, w) := (I - V T V^T)^T of them, V = v_{j0} .. v_{end-1} (finished), T = larft(V, tau);
-            then the norms of column `end`, the next pivot, are published. One CTA, a square plan (c = 0).
+            then the norms of column `end`, the next pivot, are published. One CTA, a square plan (row 0 of
+            the CTA is row 0 of the matrix, c = 0).
 
-            Every warp forms (V^T V)[i, l] for its block columns l (as `_form_t` does), thread i runs row i of
-            T into sT (sT[l, i] = T[i, l]); then a warp keeps the block's v in registers (rBlock) and, for each
-            of its columns a: w = V^T a (NB independent warp sums), y = T^T w, a -= V y.
+            Every warp keeps the block's v in registers (rBlock); warp l - 1 forms (V^T V)[i, l] for i < l
+            from them, thread i runs row i of T into sT (sT[l, i] = T[i, l]) as `_form_t` does; then for each
+            of a warp's columns a: w = V^T a (NB independent warp sums), y = T^T w, a -= V y.
             """
             NB = self.block
             NW = self.threads // WARP
 
-            # ----- (V^T V)[i, l] for i < l over rows from l's diagonal (v_l is 0 above it, 1 on it) -----
-            for l in cutlass.range(1 + warp, NB, NW):
-                d = c + j0 + l
-                self._load_reflector(sP, rV, j0 + l, d, nloc, lane)
-                for i in cutlass.range(l):
-                    self._load_column(sP, rA, j0 + i, d, nloc, lane)
-                    dot = self._warp_dot(rV, rA)
-                    if lane == 0:
-                        sGram[i, l] = dot
+            # ----- the block's v (0 above its diagonal, 1 on it); (V^T V)[i, l] for i < l -----
+            for i in cutlass.range_constexpr(NB):
+                self._load_reflector(sP, rBlock[i], j0 + i, j0 + i, nloc, lane)
+            for l in cutlass.range_constexpr(1, NB):
+                if warp == (l - 1) % NW:
+                    for i in cutlass.range_constexpr(l):
+                        dot = self._warp_dot(rBlock[i], rBlock[l])
+                        if lane == 0:
+                            sGram[i, l] = dot
             cute.arch.sync_threads()
 
             # ----- row i of T, one thread per row -----
@@ -923,10 +927,8 @@ if cutlass is not None:
             cute.arch.sync_threads()
 
             # ----- a := a - V T^T V^T a for the columns right of the block -----
-            for i in cutlass.range_constexpr(NB):
-                self._load_reflector(sP, rBlock[i], j0 + i, c + j0 + i, nloc, lane)
             for k in cutlass.range(end + warp, w, NW):
-                self._load_column(sP, rA, k, c + j0, nloc, lane)
+                self._load_column(sP, rA, k, j0, nloc, lane)
                 dots = []
                 for i in cutlass.range_constexpr(NB):
                     dots.append(self._warp_dot(rBlock[i], rA))
@@ -936,9 +938,9 @@ if cutlass is not None:
                         y = y + sT[i, l] * dots[l]
                     for t in cutlass.range_constexpr(self.rows_per_lane):
                         rA[t] = rA[t] - y * rBlock[i][t]
-                self._store_column(sP, rA, k, c + j0, nloc, lane)
+                self._store_column(sP, rA, k, j0, nloc, lane)
                 if k == end:
-                    self._publish_next(rA, sNext, sNext, sNext, sNext, 0, 0, nloc, c, k, lane)
+                    self._publish_next(rA, sNext, sNext, sNext, sNext, 0, 0, nloc, 0, k, lane)
             cute.arch.sync_threads()
 
         @cute.jit
