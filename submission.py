@@ -498,9 +498,8 @@ if cutlass is not None:
 
         A square kernel alone on its SM whose columns stream through shared
         memory works in blocks of `block` (SQUARE_BLOCK) columns: each column
-        step updates
-        only the rest of its block, and when a block is done its block
-        reflector is applied to every column right of it (`_apply_block`).
+        step updates only the rest of its block, and when a block is done its
+        block reflector is applied to every column right of it (`_apply_block`).
 
         Shared memory: ld * width floats of panel, plus width^2 (Gram) and
         width^2 (T) when `form_t` (a square plan: SQUARE_BLOCK^2 each, for
