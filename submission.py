@@ -82,6 +82,9 @@ SMALL_MAX_N = 32            # up to this n a Triton program holds each matrix in
 SMALL_WARPS = ((32, 1),)    # (N = n rounded up to a power of two, >= 16: <=, warps)
 SQUARE_THREADS = 512        # threads of the square kernel (best at every n measured, 32 to 232)
 SQUARE_STEP = 8             # a square kernel is compiled for n rounded up to this and serves all n below
+# a square kernel (columns not in registers) factors blocks of this many columns, updating only the
+# block's columns column by column, then applies the block's reflector to the columns right of it
+SQUARE_BLOCK = 8
 # threads of a panel CTA by cluster size (H200): one CTA per matrix needs <= 256 for two CTAs'
 # registers per SM (640x512 panels 5.4 vs 6.9 ms at 512); 2-8 CTAs hold few rows and gain from
 # 16 warps (60x1024 panels 4.7 vs 5.1 ms, 2x4096 on 8 CTAs 13.9 vs 17.8 ms); 16 CTAs serve only
@@ -493,8 +496,14 @@ if cutlass is not None:
         Column j's tail keeps its raw x while column j is read as v; it is
         scaled into v (and beta stored on its diagonal) during column j+1.
 
+        A square kernel alone on its SM whose columns stream through shared
+        memory works in blocks of `block` (SQUARE_BLOCK) columns: each column
+        step updates only the rest of its block, and when a block is done its
+        block reflector is applied to every column right of it (`_apply_block`).
+
         Shared memory: ld * width floats of panel, plus width^2 (Gram) and
-        width^2 (T) when `form_t`, plus width + 6 floats (tau, norms), plus
+        width^2 (T) when `form_t` (a square plan: SQUARE_BLOCK^2 each, for
+        its blocks), plus width + 6 floats (tau, norms), plus
         the exchange buffers of a cluster (`exchange_floats`) and four mbarriers. n and c are run-time
         sizes: one compiled kernel serves every n and c with
         ceil((n - c) / cluster) <= rows (and n <= width for a square plan).
@@ -510,6 +519,10 @@ if cutlass is not None:
             self.rows_per_lane = -(-rows // WARP)
             self.slots = -(-width // (threads // WARP))       # columns a warp owns
             self.resident = resident and columns_fit_registers(rows, width, threads)
+            # a square kernel alone on its SM (`resident` asked for: registers cost no occupancy) whose
+            # columns stream through shared memory works in blocks of SQUARE_BLOCK columns
+            blocked = not form_t and resident and not self.resident
+            self.block = min(SQUARE_BLOCK, width) if blocked else width
 
         @cute.jit
         def __call__(self, mA: cute.Tensor, mH: cute.Tensor, mTau: cute.Tensor,
@@ -562,6 +575,13 @@ if cutlass is not None:
             if cutlass.const_expr(self.form_t):
                 sGram = smem.allocate_tensor(cutlass.Float32, cute.make_layout((W, W)), 16)
                 sT = smem.allocate_tensor(cutlass.Float32, cute.make_layout((W, W)), 16)  # sT[l, i] = T[i, l]
+            elif cutlass.const_expr(self.block < W):
+                NB = self.block
+                sGram = smem.allocate_tensor(cutlass.Float32, cute.make_layout((NB, NB)), 16)
+                sT = smem.allocate_tensor(cutlass.Float32, cute.make_layout((NB, NB)), 16)  # the block's T
+                rBlock = []                     # the block's v, this lane's rows
+                for _ in cutlass.range_constexpr(NB):
+                    rBlock.append(cute.make_rmem_tensor(self.rows_per_lane, cutlass.Float32))
             # cluster exchange, by column parity: |x|^2, |x|_inf, alpha (+ pad) and the dot products,
             # this CTA's (send) and every CTA's (recv); mbarriers [next of parity 0, 1, dots of parity 0, 1]
             sSendNext, sRecvNext, sSendDots, sRecvDots, sBars = sNext, sNext, sNext, sNext, sNext  # one CTA: unused
@@ -612,15 +632,20 @@ if cutlass is not None:
             scale_prev = cutlass.Float32(1.0)
             for j in cutlass.range(w):
                 d = c + j
+                end = w                 # the columns updated column by column: j's block, or the whole panel
+                finish = j > 0
+                if cutlass.const_expr(self.block < W):
+                    end = cutlass.min((j // self.block + 1) * self.block, w)
+                    finish = j % self.block != 0    # a block's last column is finished before its block update
                 # ----- column j-1: raw x -> v, alpha -> beta; column j's raw x into registers -----
                 # (neither needs column j's norms: their loads overlap a cluster's wait for them and the reflector)
-                if j > 0:
+                if finish:
                     self._finish_column(sP, j - 1, c + j - 1, r0, nloc, beta_prev, lift_prev, scale_prev, tidx)
                 rstart = cutlass.max(d - r0, 0)
                 first = j + 1 + warp                            # this warp's first column after j
                 if cutlass.const_expr(self.resident):
                     first = j + 1 + (warp + NW * W - j - 1) % NW
-                if first < w:
+                if first < end:
                     self._load_column(sP, rV, j, rstart, nloc, lane)
 
                 # ----- reflector of column j from the published |x|^2, |x|_inf and alpha -----
@@ -669,7 +694,7 @@ if cutlass is not None:
                         mTau[b, d] = tau
 
                 # ----- A[d:, k] -= tau (v^T A[d:, k]) v for panel columns k > j -----
-                if first < w:
+                if first < end:
                     for t in cutlass.range_constexpr(self.rows_per_lane):
                         v = rV[t] * lift * scale
                         if r0 + lane + WARP * t == d:
@@ -705,13 +730,20 @@ if cutlass is not None:
                                     self._publish_next(rCols[s], sNext, sSendNext, sRecvNext, sBars, rank, r0,
                                                        nloc, c, own, lane)
                 else:
-                    for k in cutlass.range(j + 1 + warp, w, NW, unroll=2):
+                    for k in cutlass.range(j + 1 + warp, end, NW, unroll=2):
                         self._load_column(sP, rA, k, rstart, nloc, lane)
                         self._reflect(rV, rA, tau, sRecvDots, j % 2, k)
                         self._store_column(sP, rA, k, rstart, nloc, lane)
                         if k == j + 1:
                             self._publish_next(rA, sNext, sSendNext, sRecvNext, sBars, rank, r0, nloc, c, k, lane)
                 cute.arch.sync_threads()        # a cluster's CTAs meet at the next column's mbarrier wait
+                if cutlass.const_expr(self.block < W):
+                    if j + 1 == end:
+                        if end < w:
+                            self._finish_column(sP, j, d, r0, nloc, beta, lift, scale, tidx)
+                            cute.arch.sync_threads()
+                            self._apply_block(sP, sTau, sGram, sT, sNext, rA, rBlock, end - self.block, end, w, nloc,
+                                              tidx, lane, warp)
                 beta_prev = beta
                 lift_prev = lift
                 scale_prev = scale
@@ -847,6 +879,70 @@ if cutlass is not None:
                     sP[r, j] = sP[r, j] * lift * scale
 
         @cute.jit
+        def _load_reflector(self, sP, rX, j, d, nloc, lane):
+            """rX := this lane's rows of v_j, finished, for one CTA (r0 = 0): 0 above its diagonal d, 1 on it."""
+            self._load_column(sP, rX, j, d, nloc, lane)
+            for t in cutlass.range_constexpr(self.rows_per_lane):
+                if lane + WARP * t == d:
+                    rX[t] = cutlass.Float32(1.0)
+
+        @cute.jit
+        def _apply_block(self, sP, sTau, sGram, sT, sNext, rA, rBlock, j0, end, w, nloc, tidx, lane, warp):
+            """Columns [end, w) := (I - V T V^T)^T of them, V = v_{j0} .. v_{end-1} (finished), T = larft(V, tau);
+            then the norms of column `end`, the next pivot, are published. One CTA, a square plan (row 0 of
+            the CTA is row 0 of the matrix, c = 0).
+
+            Every warp keeps the block's v in registers (rBlock); warp l - 1 forms (V^T V)[i, l] for i < l
+            from them, thread i runs row i of T into sT (sT[l, i] = T[i, l]) as `_form_t` does; then for each
+            of a warp's columns a: w = V^T a (NB independent warp sums), y = T^T w, a -= V y.
+            """
+            NB = self.block
+            NW = self.threads // WARP
+
+            # ----- the block's v (0 above its diagonal, 1 on it); (V^T V)[i, l] for i < l -----
+            for i in cutlass.range_constexpr(NB):
+                self._load_reflector(sP, rBlock[i], j0 + i, j0 + i, nloc, lane)
+            for l in cutlass.range_constexpr(1, NB):
+                if warp == (l - 1) % NW:
+                    for i in cutlass.range_constexpr(l):
+                        dot = self._warp_dot(rBlock[i], rBlock[l])
+                        if lane == 0:
+                            sGram[i, l] = dot
+            cute.arch.sync_threads()
+
+            # ----- row i of T, one thread per row -----
+            if tidx < NB:
+                i = tidx
+                for l in cutlass.range_constexpr(NB):
+                    t = cutlass.Float32(0.0)
+                    if l == i:
+                        t = sTau[j0 + l]
+                    if l > i:
+                        s = cutlass.Float32(0.0)
+                        for m in cutlass.range(i, l):
+                            s = s + sT[m, i] * sGram[m, l]
+                        t = -sTau[j0 + l] * s
+                    sT[l, i] = t
+            cute.arch.sync_threads()
+
+            # ----- a := a - V T^T V^T a for the columns right of the block -----
+            for k in cutlass.range(end + warp, w, NW):
+                self._load_column(sP, rA, k, j0, nloc, lane)
+                dots = []
+                for i in cutlass.range_constexpr(NB):
+                    dots.append(self._warp_dot(rBlock[i], rA))
+                for i in cutlass.range_constexpr(NB):
+                    y = cutlass.Float32(0.0)             # (T^T w)_i = sum over l <= i of T[l, i] w_l
+                    for l in cutlass.range_constexpr(i + 1):
+                        y = y + sT[i, l] * dots[l]
+                    for t in cutlass.range_constexpr(self.rows_per_lane):
+                        rA[t] = rA[t] - y * rBlock[i][t]
+                self._store_column(sP, rA, k, j0, nloc, lane)
+                if k == end:
+                    self._publish_next(rA, sNext, sNext, sNext, sNext, 0, 0, nloc, 0, k, lane)
+            cute.arch.sync_threads()
+
+        @cute.jit
         def _form_t(self, sP, sTau, sGram, sT, rV, rA, mT, mScratch, b, rank, r0, nloc, c, w, tidx, lane, warp):
             """T := larft(V, tau): T[i, i] = tau_i, T[i, j] = -tau_j sum_{l=i..j-1} T[i, l] (V^T V)[l, j].
 
@@ -951,7 +1047,7 @@ def exchange_floats(width: int, cluster: int) -> int:
 
 def panel_smem_bytes(rows: int, width: int, form_t: bool, cluster: int = 1) -> int:
     """Shared memory of a HouseholderPanel CTA (see its docstring for the layout)."""
-    floats = (rows | 1) * width + (2 * width * width if form_t else 0) + width + 6
+    floats = (rows | 1) * width + 2 * (width if form_t else SQUARE_BLOCK) ** 2 + width + 6
     return 4 * (floats + exchange_floats(width, cluster)) + (32 if cluster > 1 else 0)
 
 
