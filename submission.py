@@ -1169,9 +1169,11 @@ class Factorization:
     that tiny matrices are lifted before the tensor-core updates (`_lift`).
     An eager call whose first panel's update is one fused launch
     (`reads_input`) stages only the first panel's columns of a contiguous
-    input: that update reads the rest from the input itself, which saves a
-    copy of the matrices (a read and a write) per call. With `lookahead` (by default for cluster plans with n >= LOOKAHEAD_MIN_N)
-    the trailing updates run partly on a side stream (see `launch`).
+    input: that update reads the rest from the input itself, which saves
+    writing a staged copy of the matrices per call (the staging kernel still
+    reads them all for their largest entries). With `lookahead`
+    (by default for cluster plans with n >= LOOKAHEAD_MIN_N) the trailing
+    updates run partly on a side stream (see `launch`).
     """
 
     def __init__(self, batch: int, n: int, device: torch.device, lookahead: bool | None = None):
@@ -1224,7 +1226,8 @@ class Factorization:
         self.lock = threading.Lock()
         self.done = torch.cuda.Event()
 
-        self.launch(h, tau, h if self.reads_input else None)     # first run outside the graph: JIT, module loads
+        # first run outside the graph: JIT (with h as its own source, the input-reading update too), module loads
+        self.launch(h, tau, h if self.reads_input else None)
         self.captures_left = 0 if self.eager else CAPTURE_ATTEMPTS
         self.graph = None if self.eager else self._capture()
 

@@ -93,7 +93,7 @@ def _dot_float32(a, b_big, b_small, acc):       # the interpreter has no bf16 te
 
 submission._dot_3xbf16_split = _dot_float32
 g = torch.Generator().manual_seed(0)
-batch, n, w, c = 2, 100, submission.PANEL_WIDTH, 32
+batch, n, w, c = 2, 200, submission.PANEL_WIDTH, 32     # 168 rows: 3 row splits of 64
 a = torch.randn(batch, n, n, generator=g)
 panel_h, panel_tau = torch.geqrf(a[:, c:, c:c + w].double())
 h0 = a.clone()
