@@ -204,7 +204,7 @@ def test_state_input_untouched_outputs_fresh_and_deterministic(batch, n):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("batch,n", [(20, 32), (40, 352), (2, 1024)])
+@pytest.mark.parametrize("batch,n", [(20, 32), (40, 352), (2, 1024), (256, 512)])    # 256 x 512: eager, reads its input
 def test_side_streams(batch, n):
     inputs = [reference.generate_input(batch, n, 1, seed, "dense") for seed in (1, 2)]
     expected = [submission.custom_kernel(a) for a in inputs]
