@@ -92,8 +92,10 @@ SQUARE_BLOCK = 8
 PANEL_THREADS = ((1, 256), (8, 512), (MAX_CLUSTER, 256))
 PANEL_MAX_ROWS = 1024       # rows a panel CTA holds: 2 x 32 registers per lane for v and a column
 # a panel's CTAs hold the rows left below it rounded up to this, so that later panels take less shared
-# memory and fewer registers and more CTAs fit on an SM (one compiled kernel per step of rows)
+# memory and fewer registers and more CTAs fit on an SM (one compiled kernel per step of rows) ...
 PANEL_ROW_STEP = 128
+# ... or to this where CTAs share SMs (not `resident`), so that occupancy follows the rows closely
+PANEL_ROW_STEP_SHARED = 32
 # where a launch has at most one CTA per SM (registers then cost no occupancy), a warp keeps its panel
 # columns in registers when a lane's share fits in this many (2-16 CTAs a matrix gained 6-11%; at
 # 640x512, five CTAs per SM, it lost 2.5%)
@@ -1076,10 +1078,11 @@ def blocked_plan(n: int, cluster: int, resident: bool) -> Plan:
 
 def panel_plan(plan: Plan, n: int, c: int) -> Plan:
     """The plan of the panel at column c: CTAs that hold only the n - c rows left (per cluster CTA),
-    rounded up to PANEL_ROW_STEP; a square plan as it is."""
+    rounded up to PANEL_ROW_STEP (PANEL_ROW_STEP_SHARED where CTAs share SMs); a square plan as it is."""
     if plan.square:
         return plan
-    return replace(plan, rows=min(plan.rows, _round_up(-(-(n - c) // plan.cluster), PANEL_ROW_STEP)))
+    step = PANEL_ROW_STEP if plan.resident else PANEL_ROW_STEP_SHARED
+    return replace(plan, rows=min(plan.rows, _round_up(-(-(n - c) // plan.cluster), step)))
 
 
 def make_plan(batch: int, n: int, sms: int, smem: int) -> Plan | None:
