@@ -82,9 +82,8 @@ SMALL_MAX_N = 32            # up to this n a Triton program holds each matrix in
 SMALL_WARPS = ((32, 1),)    # (N = n rounded up to a power of two, >= 16: <=, warps)
 SQUARE_THREADS = 512        # threads of the square kernel (best at every n measured, 32 to 232)
 SQUARE_STEP = 8             # a square kernel is compiled for n rounded up to this and serves all n below
-# a square kernel (columns not in registers) factors blocks of this many columns, updating only the
-# block's columns column by column, then applies the block's reflector to the columns right of it
-# (40x176: 0.304 ms at 4, 0.313 at 8, 1.108 at 16, 0.350 unblocked)
+# a square kernel alone on its SM whose columns do not fit in registers works in blocks of this many
+# columns, one warp factoring the next block while the others apply the last one (BlockedSquareQR)
 SQUARE_BLOCK = 4
 # threads of a panel CTA by cluster size (H200): one CTA per matrix needs <= 256 for two CTAs'
 # registers per SM (640x512 panels 5.4 vs 6.9 ms at 512); 2-8 CTAs hold few rows and gain from
@@ -499,14 +498,8 @@ if cutlass is not None:
         Column j's tail keeps its raw x while column j is read as v; it is
         scaled into v (and beta stored on its diagonal) during column j+1.
 
-        A square kernel alone on its SM whose columns stream through shared
-        memory works in blocks of `block` (SQUARE_BLOCK) columns: each column
-        step updates only the rest of its block, and when a block is done its
-        block reflector is applied to every column right of it (`_apply_block`).
-
         Shared memory: ld * width floats of panel, plus width^2 (Gram) and
-        width^2 (T) when `form_t` (a square plan: SQUARE_BLOCK^2 each, for
-        its blocks), plus width + 6 floats (tau, norms), plus
+        width^2 (T) when `form_t`, plus width + 6 floats (tau, norms), plus
         the exchange buffers of a cluster (`exchange_floats`) and four mbarriers. n and c are run-time
         sizes: one compiled kernel serves every n and c with
         ceil((n - c) / cluster) <= rows (and n <= width for a square plan).
@@ -522,10 +515,6 @@ if cutlass is not None:
             self.rows_per_lane = -(-rows // WARP)
             self.slots = -(-width // (threads // WARP))       # columns a warp owns
             self.resident = resident and columns_fit_registers(rows, width, threads)
-            # a square kernel alone on its SM (`resident` asked for: registers cost no occupancy) whose
-            # columns stream through shared memory works in blocks of SQUARE_BLOCK columns
-            blocked = not form_t and resident and not self.resident
-            self.block = min(SQUARE_BLOCK, width) if blocked else width
 
         @cute.jit
         def __call__(self, mA: cute.Tensor, mH: cute.Tensor, mTau: cute.Tensor,
@@ -578,13 +567,6 @@ if cutlass is not None:
             if cutlass.const_expr(self.form_t):
                 sGram = smem.allocate_tensor(cutlass.Float32, cute.make_layout((W, W)), 16)
                 sT = smem.allocate_tensor(cutlass.Float32, cute.make_layout((W, W)), 16)  # sT[l, i] = T[i, l]
-            elif cutlass.const_expr(self.block < W):
-                NB = self.block
-                sGram = smem.allocate_tensor(cutlass.Float32, cute.make_layout((NB, NB)), 16)
-                sT = smem.allocate_tensor(cutlass.Float32, cute.make_layout((NB, NB)), 16)  # the block's T
-                rBlock = []                     # the block's v, this lane's rows
-                for _ in cutlass.range_constexpr(NB):
-                    rBlock.append(cute.make_rmem_tensor(self.rows_per_lane, cutlass.Float32))
             # cluster exchange, by column parity: |x|^2, |x|_inf, alpha (+ pad) and the dot products,
             # this CTA's (send) and every CTA's (recv); mbarriers [next of parity 0, 1, dots of parity 0, 1]
             sSendNext, sRecvNext, sSendDots, sRecvDots, sBars = sNext, sNext, sNext, sNext, sNext  # one CTA: unused
@@ -600,19 +582,7 @@ if cutlass is not None:
                     cute.arch.mbarrier_init_fence()
                     cute.arch.mbarrier_arrive_and_expect_tx(sBars.iterator, G * 16)     # column 0's norms
 
-            # ----- stage A[r0:r0+nloc, c:c+w], a row per warp: STAGE_ROWS loads in flight, then their stores -----
-            rStage = cute.make_rmem_tensor(STAGE_ROWS, cutlass.Float32)
-            for k0 in cutlass.range_constexpr(0, W, WARP):      # one chunk unless a square plan is wider
-                k = k0 + lane
-                for r in cutlass.range(warp, nloc, NW * STAGE_ROWS):
-                    for u in cutlass.range_constexpr(STAGE_ROWS):
-                        x = cutlass.Float32(0.0)
-                        if r + NW * u < nloc and k < w:
-                            x = mA[b, r0 + r + NW * u, c + k]
-                        rStage[u] = x
-                    for u in cutlass.range_constexpr(STAGE_ROWS):
-                        if r + NW * u < nloc and k < w:
-                            sP[r + NW * u, k] = rStage[u]
+            self._stage(mA, sP, b, r0, nloc, c, w, lane, warp)
             self._sync()                # a cluster's mbarriers are initialized before any CTA pushes
 
             rV = cute.make_rmem_tensor(self.rows_per_lane, cutlass.Float32)   # v of column j
@@ -635,20 +605,15 @@ if cutlass is not None:
             scale_prev = cutlass.Float32(1.0)
             for j in cutlass.range(w):
                 d = c + j
-                end = w                 # the columns updated column by column: j's block, or the whole panel
-                finish = j > 0
-                if cutlass.const_expr(self.block < W):
-                    end = cutlass.min((j // self.block + 1) * self.block, w)
-                    finish = j % self.block != 0    # a block's last column is finished before its block update
                 # ----- column j-1: raw x -> v, alpha -> beta; column j's raw x into registers -----
                 # (neither needs column j's norms: their loads overlap a cluster's wait for them and the reflector)
-                if finish:
+                if j > 0:
                     self._finish_column(sP, j - 1, c + j - 1, r0, nloc, beta_prev, lift_prev, scale_prev, tidx)
                 rstart = cutlass.max(d - r0, 0)
                 first = j + 1 + warp                            # this warp's first column after j
                 if cutlass.const_expr(self.resident):
                     first = j + 1 + (warp + NW * W - j - 1) % NW
-                if first < end:
+                if first < w:
                     self._load_column(sP, rV, j, rstart, nloc, lane)
 
                 # ----- reflector of column j from the published |x|^2, |x|_inf and alpha -----
@@ -670,34 +635,14 @@ if cutlass is not None:
                     xnorm2 = sNext[3 * (j % 2)]
                     alpha = sNext[3 * (j % 2) + 1]
                     xmax = sNext[3 * (j % 2) + 2]
-                beta = alpha
-                tau = cutlass.Float32(0.0)
-                lift = cutlass.Float32(1.0)       # v = (x * lift) * scale
-                scale = cutlass.Float32(1.0)
-                if xmax != 0.0:
-                    norm = cutlass.Float32(0.0)
-                    size = cute.arch.fmax(xmax, cute.arch.fmax(alpha, -alpha))
-                    if size >= NORM_SAFE_RANGE[0] and size <= NORM_SAFE_RANGE[1]:
-                        norm = cute.math.sqrt(alpha * alpha + xnorm2)
-                    else:
-                        ratio = alpha / size
-                        rescaled = self._rescaled_norm2(sP, mScratch, b, rank, r0, nloc, d, j, size, lane)
-                        norm = size * cute.math.sqrt(ratio * ratio + rescaled)
-                        lift = NORM_LIFT
-                        if size > 1.0:
-                            lift = 1.0 / NORM_LIFT
-                    beta = -norm
-                    if alpha < 0.0:
-                        beta = norm
-                    tau = (beta - alpha) / beta
-                    scale = 1.0 / ((alpha - beta) * lift)
+                beta, tau, lift, scale = self._larfg(alpha, xnorm2, xmax, sP, mScratch, b, rank, r0, nloc, d, j, lane)
                 if tidx == 0:
                     sTau[j] = tau
                     if rank == 0:
                         mTau[b, d] = tau
 
                 # ----- A[d:, k] -= tau (v^T A[d:, k]) v for panel columns k > j -----
-                if first < end:
+                if first < w:
                     for t in cutlass.range_constexpr(self.rows_per_lane):
                         v = rV[t] * lift * scale
                         if r0 + lane + WARP * t == d:
@@ -733,20 +678,13 @@ if cutlass is not None:
                                     self._publish_next(rCols[s], sNext, sSendNext, sRecvNext, sBars, rank, r0,
                                                        nloc, c, own, lane)
                 else:
-                    for k in cutlass.range(j + 1 + warp, end, NW, unroll=2):
+                    for k in cutlass.range(j + 1 + warp, w, NW, unroll=2):
                         self._load_column(sP, rA, k, rstart, nloc, lane)
                         self._reflect(rV, rA, tau, sRecvDots, j % 2, k)
                         self._store_column(sP, rA, k, rstart, nloc, lane)
                         if k == j + 1:
                             self._publish_next(rA, sNext, sSendNext, sRecvNext, sBars, rank, r0, nloc, c, k, lane)
                 cute.arch.sync_threads()        # a cluster's CTAs meet at the next column's mbarrier wait
-                if cutlass.const_expr(self.block < W):
-                    if j + 1 == end:
-                        if end < w:
-                            self._finish_column(sP, j, d, r0, nloc, beta, lift, scale, tidx)
-                            cute.arch.sync_threads()
-                            self._apply_block(sP, sTau, sGram, sT, sNext, rA, rBlock, end - self.block, end, w, nloc,
-                                              tidx, lane, warp)
                 beta_prev = beta
                 lift_prev = lift
                 scale_prev = scale
@@ -754,10 +692,7 @@ if cutlass is not None:
             self._finish_column(sP, w - 1, c + w - 1, r0, nloc, beta_prev, lift_prev, scale_prev, tidx)
             cute.arch.sync_threads()
 
-            # ----- write the factored panel back -----
-            for r in cutlass.range(warp, nloc, NW):
-                for k in cutlass.range(lane, w, WARP):
-                    mH[b, r0 + r, c + k] = sP[r, k]
+            self._write_back(mH, sP, b, r0, nloc, c, w, lane, warp)
 
             if cutlass.const_expr(self.form_t):
                 self._form_t(sP, sTau, sGram, sT, rV, rA, mT, mScratch, b, rank, r0, nloc, c, w, tidx, lane, warp)
@@ -873,6 +808,60 @@ if cutlass is not None:
             return partial
 
         @cute.jit
+        def _stage(self, mA, sP, b, r0, nloc, c, w, lane, warp):
+            """sP := A[r0:r0+nloc, c:c+w], a row per warp: STAGE_ROWS loads in flight, then their stores."""
+            W = self.width
+            NW = self.threads // WARP
+            rStage = cute.make_rmem_tensor(STAGE_ROWS, cutlass.Float32)
+            for k0 in cutlass.range_constexpr(0, W, WARP):      # one chunk unless a square plan is wider
+                k = k0 + lane
+                for r in cutlass.range(warp, nloc, NW * STAGE_ROWS):
+                    for u in cutlass.range_constexpr(STAGE_ROWS):
+                        x = cutlass.Float32(0.0)
+                        if r + NW * u < nloc and k < w:
+                            x = mA[b, r0 + r + NW * u, c + k]
+                        rStage[u] = x
+                    for u in cutlass.range_constexpr(STAGE_ROWS):
+                        if r + NW * u < nloc and k < w:
+                            sP[r + NW * u, k] = rStage[u]
+
+        @cute.jit
+        def _write_back(self, mH, sP, b, r0, nloc, c, w, lane, warp):
+            """H[r0:r0+nloc, c:c+w] := sP, the factored panel."""
+            for r in cutlass.range(warp, nloc, self.threads // WARP):
+                for k in cutlass.range(lane, w, WARP):
+                    mH[b, r0 + r, c + k] = sP[r, k]
+
+        @cute.jit
+        def _larfg(self, alpha, xnorm2, xmax, sP, mScratch, b, rank, r0, nloc, d, j, lane):
+            """(beta, tau, lift, scale) of column j from alpha = A[d, j] and |x|^2, |x|_inf of x = A[d+1:, j]:
+            beta = -sign(alpha) |(alpha, x)|, tau = (beta - alpha) / beta, v = (x * lift) * scale with
+            scale = 1 / ((alpha - beta) lift); tau = 0 and beta = alpha when x = 0. Outside NORM_SAFE_RANGE the
+            norm is summed rescaled by the column's size, and lift brings v's terms back into range."""
+            beta = alpha
+            tau = cutlass.Float32(0.0)
+            lift = cutlass.Float32(1.0)       # v = (x * lift) * scale
+            scale = cutlass.Float32(1.0)
+            if xmax != 0.0:
+                norm = cutlass.Float32(0.0)
+                size = cute.arch.fmax(xmax, cute.arch.fmax(alpha, -alpha))
+                if size >= NORM_SAFE_RANGE[0] and size <= NORM_SAFE_RANGE[1]:
+                    norm = cute.math.sqrt(alpha * alpha + xnorm2)
+                else:
+                    ratio = alpha / size
+                    rescaled = self._rescaled_norm2(sP, mScratch, b, rank, r0, nloc, d, j, size, lane)
+                    norm = size * cute.math.sqrt(ratio * ratio + rescaled)
+                    lift = NORM_LIFT
+                    if size > 1.0:
+                        lift = 1.0 / NORM_LIFT
+                beta = -norm
+                if alpha < 0.0:
+                    beta = norm
+                tau = (beta - alpha) / beta
+                scale = 1.0 / ((alpha - beta) * lift)
+            return beta, tau, lift, scale
+
+        @cute.jit
         def _finish_column(self, sP, j, d, r0, nloc, beta, lift, scale, tidx):
             """Column j: x below the diagonal d becomes v = (x * lift) * scale; the diagonal becomes beta."""
             for r in cutlass.range(cutlass.max(d - r0, 0) + tidx, nloc, self.threads):
@@ -880,70 +869,6 @@ if cutlass is not None:
                     sP[r, j] = beta
                 else:
                     sP[r, j] = sP[r, j] * lift * scale
-
-        @cute.jit
-        def _load_reflector(self, sP, rX, j, d, nloc, lane):
-            """rX := this lane's rows of v_j, finished, for one CTA (r0 = 0): 0 above its diagonal d, 1 on it."""
-            self._load_column(sP, rX, j, d, nloc, lane)
-            for t in cutlass.range_constexpr(self.rows_per_lane):
-                if lane + WARP * t == d:
-                    rX[t] = cutlass.Float32(1.0)
-
-        @cute.jit
-        def _apply_block(self, sP, sTau, sGram, sT, sNext, rA, rBlock, j0, end, w, nloc, tidx, lane, warp):
-            """Columns [end, w) := (I - V T V^T)^T of them, V = v_{j0} .. v_{end-1} (finished), T = larft(V, tau);
-            then the norms of column `end`, the next pivot, are published. One CTA, a square plan (row 0 of
-            the CTA is row 0 of the matrix, c = 0).
-
-            Every warp keeps the block's v in registers (rBlock); warp l - 1 forms (V^T V)[i, l] for i < l
-            from them, thread i runs row i of T into sT (sT[l, i] = T[i, l]) as `_form_t` does; then for each
-            of a warp's columns a: w = V^T a (NB independent warp sums), y = T^T w, a -= V y.
-            """
-            NB = self.block
-            NW = self.threads // WARP
-
-            # ----- the block's v (0 above its diagonal, 1 on it); (V^T V)[i, l] for i < l -----
-            for i in cutlass.range_constexpr(NB):
-                self._load_reflector(sP, rBlock[i], j0 + i, j0 + i, nloc, lane)
-            for l in cutlass.range_constexpr(1, NB):
-                if warp == (l - 1) % NW:
-                    for i in cutlass.range_constexpr(l):
-                        dot = self._warp_dot(rBlock[i], rBlock[l])
-                        if lane == 0:
-                            sGram[i, l] = dot
-            cute.arch.sync_threads()
-
-            # ----- row i of T, one thread per row -----
-            if tidx < NB:
-                i = tidx
-                for l in cutlass.range_constexpr(NB):
-                    t = cutlass.Float32(0.0)
-                    if l == i:
-                        t = sTau[j0 + l]
-                    if l > i:
-                        s = cutlass.Float32(0.0)
-                        for m in cutlass.range(i, l):
-                            s = s + sT[m, i] * sGram[m, l]
-                        t = -sTau[j0 + l] * s
-                    sT[l, i] = t
-            cute.arch.sync_threads()
-
-            # ----- a := a - V T^T V^T a for the columns right of the block -----
-            for k in cutlass.range(end + warp, w, NW):
-                self._load_column(sP, rA, k, j0, nloc, lane)
-                dots = []
-                for i in cutlass.range_constexpr(NB):
-                    dots.append(self._warp_dot(rBlock[i], rA))
-                for i in cutlass.range_constexpr(NB):
-                    y = cutlass.Float32(0.0)             # (T^T w)_i = sum over l <= i of T[l, i] w_l
-                    for l in cutlass.range_constexpr(i + 1):
-                        y = y + sT[i, l] * dots[l]
-                    for t in cutlass.range_constexpr(self.rows_per_lane):
-                        rA[t] = rA[t] - y * rBlock[i][t]
-                self._store_column(sP, rA, k, j0, nloc, lane)
-                if k == end:
-                    self._publish_next(rA, sNext, sNext, sNext, sNext, 0, 0, nloc, 0, k, lane)
-            cute.arch.sync_threads()
 
         @cute.jit
         def _form_t(self, sP, sTau, sGram, sT, rV, rA, mT, mScratch, b, rank, r0, nloc, c, w, tidx, lane, warp):
@@ -1001,6 +926,177 @@ if cutlass is not None:
                         sT[j, i] = t
                         mT[b, i, j] = t
 
+
+    class BlockedSquareQR(HouseholderPanel):
+        """geqrf of a whole matrix held in shared memory (n <= width), one CTA alone on its SM, in blocks of
+        `block` columns with a block of look-ahead: warp 0 factors block k+1 while the other warps apply
+        block k to the columns right of block k+1.
+
+        For block k, columns [j0, end), with V_k its reflectors and T_k = larft(V_k, tau):
+            every warp: V_k into registers; (V_k^T V_k) and then T_k into shared memory  (two barriers)
+            warp 0:     block k+1's columns a -= V_k T_k^T V_k^T a, then it factors block k+1 alone
+                        (`_factor_block`: warp sums only, no CTA barrier per column)
+            other warps: every column a right of block k+1, a -= V_k T_k^T V_k^T a
+            one barrier.
+        Invariant at the top of block k: columns < end are final (R above the diagonal, beta on it, v below;
+        tau in sTau and mTau) and the columns >= end hold A reflected by every block before k.
+
+        Shared memory: the matrix (ld x width), tau (width), the block's Gram matrix and T (block^2 each).
+        The launch passes c = 0.
+        """
+
+        def __init__(self, rows: int, width: int, threads: int, block: int):
+            super().__init__(rows, width, 1, threads, False, False)
+            self.block = block
+
+        @cute.kernel
+        def kernel(self, mA: cute.Tensor, mH: cute.Tensor, mTau: cute.Tensor,
+                   mT: cute.Tensor, mScratch: cute.Tensor, c: cutlass.Int32):
+            NB = self.block
+            NW = self.threads // WARP
+            n = mH.shape[1]
+            tidx, _, _ = cute.arch.thread_idx()
+            lane = tidx % WARP
+            warp = tidx // WARP
+            b = cute.arch.block_idx()[0]
+
+            smem = SmemAllocator()
+            sP = smem.allocate_tensor(cutlass.Float32, cute.make_layout((self.ld, self.width)), 16)
+            sTau = smem.allocate_tensor(cutlass.Float32, cute.make_layout(self.width), 16)
+            sGram = smem.allocate_tensor(cutlass.Float32, cute.make_layout((NB, NB)), 16)
+            sT = smem.allocate_tensor(cutlass.Float32, cute.make_layout((NB, NB)), 16)     # sT[l, i] = T[i, l]
+            self._stage(mA, sP, b, 0, n, 0, n, lane, warp)
+            cute.arch.sync_threads()
+
+            rBlock = []                 # every warp: block k's v, this lane's rows
+            rNext = []                  # warp 0: the columns of the block it factors
+            for _ in cutlass.range_constexpr(NB):
+                rBlock.append(cute.make_rmem_tensor(self.rows_per_lane, cutlass.Float32))
+                rNext.append(cute.make_rmem_tensor(self.rows_per_lane, cutlass.Float32))
+            rA = cute.make_rmem_tensor(self.rows_per_lane, cutlass.Float32)
+
+            if warp == 0:
+                self._factor_block(sP, sTau, mTau, mScratch, rNext, rA, b, 0, cutlass.min(NB, n), n, lane)
+            cute.arch.sync_threads()
+            for j0 in cutlass.range(0, n - NB, NB):         # every block with columns right of it
+                end = j0 + NB
+                after = cutlass.min(end + NB, n)            # block k+1 is [end, after)
+                self._form_block_t(sP, sTau, sGram, sT, rBlock, j0, n, tidx, lane, warp)
+                if warp == 0:
+                    for k in cutlass.range(end, after):
+                        self._reflect_block(sP, sT, rBlock, rA, j0, k, n, lane)
+                    self._factor_block(sP, sTau, mTau, mScratch, rNext, rA, b, end, after, n, lane)
+                else:
+                    for k in cutlass.range(after + warp - 1, n, NW - 1):
+                        self._reflect_block(sP, sT, rBlock, rA, j0, k, n, lane)
+                cute.arch.sync_threads()
+
+            self._write_back(mH, sP, b, 0, n, 0, n, lane, warp)
+
+        @cute.jit
+        def _factor_block(self, sP, sTau, mTau, mScratch, rCols, rV, b, j0, end, n, lane):
+            """Warp-wide: factor columns [j0, end) (rows j0 and below; already reflected by every earlier
+            block) in registers, column by column as HouseholderPanel does, and store them finished.
+
+            Column d's updated values are stored before its norms are summed, so that the rescaled norm of
+            a column outside NORM_SAFE_RANGE (`_rescaled_norm2`, which reads shared memory) sees them.
+            """
+            for i in cutlass.range_constexpr(self.block):
+                if j0 + i < end:
+                    self._load_column(sP, rCols[i], j0 + i, j0, n, lane)
+            for i in cutlass.range_constexpr(self.block):
+                d = j0 + i
+                if d < end:
+                    self._store_column(sP, rCols[i], d, j0, n, lane)
+                    cute.arch.sync_warp()
+
+                    # ----- |x|^2, |x|_inf below the diagonal and alpha on it, warp sums -----
+                    partial = cutlass.Float32(0.0)
+                    largest = cutlass.Float32(0.0)
+                    diagonal = cutlass.Float32(0.0)
+                    for t in cutlass.range_constexpr(self.rows_per_lane):
+                        r = lane + WARP * t
+                        x = rCols[i][t]
+                        if r > d:
+                            partial = partial + x * x
+                            largest = cute.arch.fmax(largest, cute.arch.fmax(x, -x))
+                        if r == d:
+                            diagonal = x
+                    xnorm2 = cute.arch.warp_reduction_sum(partial)
+                    xmax = cute.arch.warp_reduction_max(largest)
+                    alpha = cute.arch.warp_reduction_sum(diagonal)     # one lane's value plus zeros: exact
+                    beta, tau, lift, scale = self._larfg(alpha, xnorm2, xmax, sP, mScratch, b, 0, 0, n, d, d, lane)
+
+                    # ----- column d finished (beta on the diagonal, v below); v (1 on d, 0 above) in rV -----
+                    for t in cutlass.range_constexpr(self.rows_per_lane):
+                        r = lane + WARP * t
+                        v = cutlass.Float32(0.0)
+                        if r == d:
+                            v = cutlass.Float32(1.0)
+                            rCols[i][t] = beta
+                        if r > d:
+                            v = rCols[i][t] * lift * scale
+                            rCols[i][t] = v
+                        rV[t] = v
+                    self._store_column(sP, rCols[i], d, j0, n, lane)
+                    if lane == 0:
+                        sTau[d] = tau
+                        mTau[b, d] = tau
+
+                    # ----- the block's later columns -= tau (v^T a) v -----
+                    for i2 in cutlass.range_constexpr(i + 1, self.block):
+                        if j0 + i2 < end:
+                            self._reflect(rV, rCols[i2], tau, sTau, 0, 0)
+
+        @cute.jit
+        def _form_block_t(self, sP, sTau, sGram, sT, rBlock, j0, n, tidx, lane, warp):
+            """rBlock := the v of columns [j0, j0 + block) (0 above their diagonals, 1 on them), in every
+            warp; sT := T of the block (sT[l, i] = T[i, l]) as `_form_t` forms it: warp l - 1 sums the Gram
+            entries (V^T V)[i, l], i < l, from rBlock, then thread i runs row i. Ends with a barrier."""
+            NB = self.block
+            NW = self.threads // WARP
+            for i in cutlass.range_constexpr(NB):
+                self._load_column(sP, rBlock[i], j0 + i, j0 + i, n, lane)
+                for t in cutlass.range_constexpr(self.rows_per_lane):
+                    if lane + WARP * t == j0 + i:
+                        rBlock[i][t] = cutlass.Float32(1.0)
+            for l in cutlass.range_constexpr(1, NB):
+                if warp == (l - 1) % NW:
+                    for i in cutlass.range_constexpr(l):
+                        dot = self._warp_dot(rBlock[i], rBlock[l])
+                        if lane == 0:
+                            sGram[i, l] = dot
+            cute.arch.sync_threads()
+
+            if tidx < NB:
+                i = tidx
+                for l in cutlass.range_constexpr(NB):
+                    t = cutlass.Float32(0.0)
+                    if l == i:
+                        t = sTau[j0 + l]
+                    if l > i:
+                        s = cutlass.Float32(0.0)
+                        for m in cutlass.range(i, l):
+                            s = s + sT[m, i] * sGram[m, l]
+                        t = -sTau[j0 + l] * s
+                    sT[l, i] = t
+            cute.arch.sync_threads()
+
+        @cute.jit
+        def _reflect_block(self, sP, sT, rBlock, rA, j0, k, n, lane):
+            """Warp-wide: column k (rows j0 and below) -= V T^T V^T (it) for the block in rBlock and sT:
+            w = V^T a (a warp sum per reflector), y = T^T w, a -= V y."""
+            self._load_column(sP, rA, k, j0, n, lane)
+            dots = []
+            for i in cutlass.range_constexpr(self.block):
+                dots.append(self._warp_dot(rBlock[i], rA))
+            for i in cutlass.range_constexpr(self.block):
+                y = cutlass.Float32(0.0)             # (T^T w)_i = sum over l <= i of T[l, i] w_l
+                for l in cutlass.range_constexpr(i + 1):
+                    y = y + sT[i, l] * dots[l]
+                for t in cutlass.range_constexpr(self.rows_per_lane):
+                    rA[t] = rA[t] - y * rBlock[i][t]
+            self._store_column(sP, rA, k, j0, n, lane)
 
 # ---------------------------------------------------------------------------
 # Plans: which kernels serve (batch, n) on this device
@@ -1129,7 +1225,11 @@ def _cute_tensor(t: torch.Tensor):
 def _panel_kernel(plan: Plan, args: tuple):
     fn = _COMPILED.get(plan)
     if fn is None:
-        panel = HouseholderPanel(plan.rows, plan.width, plan.cluster, plan.threads, not plan.square, plan.resident)
+        if plan.square and plan.resident and not columns_fit_registers(plan.rows, plan.width, plan.threads):
+            panel = BlockedSquareQR(plan.rows, plan.width, plan.threads, SQUARE_BLOCK)
+        else:
+            panel = HouseholderPanel(plan.rows, plan.width, plan.cluster, plan.threads, not plan.square,
+                                     plan.resident)
         fn = _COMPILED[plan] = cute.compile(panel, *args)
     return fn
 
