@@ -156,7 +156,7 @@ def test_extreme_magnitudes(batch, n, magnitude):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("n", [32, 512])
+@pytest.mark.parametrize("n", [32, 202, 512])         # 202: the blocked square kernel
 def test_magnitudes_mixed_in_one_batch(n):
     a = reference.generate_input(4, n, 1, 23, "dense")
     a *= torch.tensor([1.0, 1e30, 1e-30, 1e18], device=a.device)[:, None, None]
@@ -166,7 +166,7 @@ def test_magnitudes_mixed_in_one_batch(n):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("n", [32, 512])
+@pytest.mark.parametrize("n", [32, 202, 512])         # 202: zero columns from 101, inside a block of 4
 def test_zero_matrix_and_zero_columns_give_tau_zero(n):
     a = reference.generate_input(3, n, 0, 29, "dense")
     a[0] = 0.0
