@@ -136,6 +136,7 @@ STAGE_ROWS = 8              # panel rows a warp loads into registers before it s
 WARP = 32
 # slots of a CTA's cluster scratch (see scratch_slots)
 SLOT_SCALED, SLOT_GRAM = 0, 1
+BLOCK_READY_BARRIER = 1     # named barrier of BlockedSquareQR's warps 0..block (0 is __syncthreads)
 
 
 # ---------------------------------------------------------------------------
@@ -934,9 +935,10 @@ if cutlass is not None:
 
         For block k, columns [j0, end), with V_k its reflectors and T_k = larft(V_k, tau):
             every warp: V_k into registers; (V_k^T V_k) and then T_k into shared memory  (two barriers)
-            warp 0:     block k+1's columns a -= V_k T_k^T V_k^T a, then it factors block k+1 alone
-                        (`_factor_block`: warp sums only, no CTA barrier per column)
-            other warps: every column a right of block k+1, a -= V_k T_k^T V_k^T a
+            warps 1..block: column end + warp - 1 of block k+1, a -= V_k T_k^T V_k^T a  (a named barrier of
+                        warps 0..block: block k+1 is ready)
+            warp 0:     factors block k+1 alone (`_factor_block`: warp sums only, no CTA barrier per column)
+            warps 1..:  every column a right of block k+1, a -= V_k T_k^T V_k^T a
             one barrier.
         Invariant at the top of block k: columns < end are final (R above the diagonal, beta on it, v below;
         tau in sTau and mTau) and the columns >= end hold A reflected by every block before k.
@@ -947,6 +949,7 @@ if cutlass is not None:
 
         def __init__(self, rows: int, width: int, threads: int, block: int):
             super().__init__(rows, width, 1, threads, False, False)
+            assert block < threads // WARP, "warps 1..block apply block k to block k+1"
             self.block = block
 
         @cute.kernel
@@ -982,9 +985,12 @@ if cutlass is not None:
                 end = j0 + NB
                 after = cutlass.min(end + NB, n)            # block k+1 is [end, after)
                 self._form_block_t(sP, sTau, sGram, sT, rBlock, j0, n, tidx, lane, warp)
+                if warp <= NB:
+                    if warp >= 1:
+                        if end + warp - 1 < after:
+                            self._reflect_block(sP, sT, rBlock, rA, j0, end + warp - 1, n, lane)
+                    cute.arch.barrier(barrier_id=BLOCK_READY_BARRIER, number_of_threads=(NB + 1) * WARP)
                 if warp == 0:
-                    for k in cutlass.range(end, after):
-                        self._reflect_block(sP, sT, rBlock, rA, j0, k, n, lane)
                     self._factor_block(sP, sTau, mTau, mScratch, rNext, rA, b, end, after, n, lane)
                 else:
                     for k in cutlass.range(after + warp - 1, n, NW - 1):
@@ -998,8 +1004,8 @@ if cutlass is not None:
             """Warp-wide: factor columns [j0, end) (rows j0 and below; already reflected by every earlier
             block) in registers, column by column as HouseholderPanel does, and store them finished.
 
-            Column d's updated values are stored before its norms are summed, so that the rescaled norm of
-            a column outside NORM_SAFE_RANGE (`_rescaled_norm2`, which reads shared memory) sees them.
+            A column outside NORM_SAFE_RANGE is stored before `_larfg`, whose rescaled norm
+            (`_rescaled_norm2`) reads it from shared memory, and its lanes meet before they overwrite it.
             """
             for i in cutlass.range_constexpr(self.block):
                 if j0 + i < end:
@@ -1007,9 +1013,6 @@ if cutlass is not None:
             for i in cutlass.range_constexpr(self.block):
                 d = j0 + i
                 if d < end:
-                    self._store_column(sP, rCols[i], d, j0, n, lane)
-                    cute.arch.sync_warp()
-
                     # ----- |x|^2, |x|_inf below the diagonal and alpha on it, warp sums -----
                     partial = cutlass.Float32(0.0)
                     largest = cutlass.Float32(0.0)
@@ -1025,7 +1028,15 @@ if cutlass is not None:
                     xnorm2 = cute.arch.warp_reduction_sum(partial)
                     xmax = cute.arch.warp_reduction_max(largest)
                     alpha = cute.arch.warp_reduction_sum(diagonal)     # one lane's value plus zeros: exact
+                    size = cute.arch.fmax(xmax, cute.arch.fmax(alpha, -alpha))
+                    rescaled = cutlass.Boolean(False)
+                    if size < NORM_SAFE_RANGE[0] or size > NORM_SAFE_RANGE[1]:
+                        rescaled = cutlass.Boolean(True)
+                        self._store_column(sP, rCols[i], d, j0, n, lane)
+                        cute.arch.sync_warp()
                     beta, tau, lift, scale = self._larfg(alpha, xnorm2, xmax, sP, mScratch, b, 0, 0, n, d, d, lane)
+                    if rescaled:
+                        cute.arch.sync_warp()
 
                     # ----- column d finished (beta on the diagonal, v below); v (1 on d, 0 above) in rV -----
                     for t in cutlass.range_constexpr(self.rows_per_lane):
