@@ -1054,7 +1054,8 @@ if cutlass is not None:
                         sTau[d] = tau
                         mTau[b, d] = tau
 
-                    # ----- the block's later columns -= tau (v^T a) v -----
+                    # ----- the block's later columns -= tau (v^T a) v (one CTA: `_reflect` sums the dot in
+                    # the warp and never reads its cluster receive buffer, for which sTau stands in) -----
                     for i2 in cutlass.range_constexpr(i + 1, self.block):
                         if j0 + i2 < end:
                             self._reflect(rV, rCols[i2], tau, sTau, 0, 0)
@@ -1156,7 +1157,8 @@ def exchange_floats(width: int, cluster: int) -> int:
 
 
 def panel_smem_bytes(rows: int, width: int, form_t: bool, cluster: int = 1) -> int:
-    """Shared memory of a HouseholderPanel CTA (see its docstring for the layout)."""
+    """Shared memory of a HouseholderPanel CTA (see its docstring for the layout); a plan without T
+    counts a BlockedSquareQR block's Gram matrix and T (SQUARE_BLOCK^2 each) instead."""
     floats = (rows | 1) * width + 2 * (width if form_t else SQUARE_BLOCK) ** 2 + width + 6
     return 4 * (floats + exchange_floats(width, cluster)) + (32 if cluster > 1 else 0)
 
