@@ -933,23 +933,27 @@ if cutlass is not None:
         `block` columns with a block of look-ahead: warp 0 factors block k+1 while the other warps apply
         block k to the columns right of block k+1.
 
-        For block k, columns [j0, end), with V_k its reflectors and T_k = larft(V_k, tau):
-            every warp: V_k into registers; (V_k^T V_k) and then T_k into shared memory  (two barriers)
+        For block k, columns [j0, end), with V_k its reflectors and T_k = larft(V_k, tau) (formed by warp 0
+        with the block, in sT[:, :, k % 2]):
+            warps 1..: V_k into registers
             warps 1..block: column end + warp - 1 of block k+1, a -= V_k T_k^T V_k^T a  (a named barrier of
                         warps 0..block: block k+1 is ready)
-            warp 0:     factors block k+1 alone (`_factor_block`: warp sums only, no CTA barrier per column)
+            warp 0:     factors block k+1 and forms T_{k+1} alone (`_factor_block`: warp sums only, no CTA
+                        barrier per column)
             warps 1..:  every column a right of block k+1, a -= V_k T_k^T V_k^T a
             one barrier.
         Invariant at the top of block k: columns < end are final (R above the diagonal, beta on it, v below;
-        tau in sTau and mTau) and the columns >= end hold A reflected by every block before k.
+        tau in sTau and mTau), T_k is in sT[:, :, k % 2], and the columns >= end hold A reflected by every
+        block before k. The block's warp sums go through `_warp_sums` (block a power of two).
 
-        Shared memory: the matrix (ld x width), tau (width), the block's Gram matrix and T (block^2 each).
+        Shared memory: the matrix (ld x width), tau (width), T of two blocks (block^2 each).
         The launch passes c = 0.
         """
 
         def __init__(self, rows: int, width: int, threads: int, block: int):
             super().__init__(rows, width, 1, threads, False, False)
             assert block < threads // WARP, "warps 1..block apply block k to block k+1"
+            assert block & (block - 1) == 0 and block <= WARP, "a block's warp sums halve it step by step"
             self.block = block
 
         @cute.kernel
@@ -966,12 +970,11 @@ if cutlass is not None:
             smem = SmemAllocator()
             sP = smem.allocate_tensor(cutlass.Float32, cute.make_layout((self.ld, self.width)), 16)
             sTau = smem.allocate_tensor(cutlass.Float32, cute.make_layout(self.width), 16)
-            sGram = smem.allocate_tensor(cutlass.Float32, cute.make_layout((NB, NB)), 16)
-            sT = smem.allocate_tensor(cutlass.Float32, cute.make_layout((NB, NB)), 16)     # sT[l, i] = T[i, l]
+            sT = smem.allocate_tensor(cutlass.Float32, cute.make_layout((NB, NB, 2)), 16)  # sT[l, i, p] = T[i, l]
             self._stage(mA, sP, b, 0, n, 0, n, lane, warp)
             cute.arch.sync_threads()
 
-            rBlock = []                 # every warp: block k's v, this lane's rows
+            rBlock = []                 # warps 1..: block k's v, this lane's rows
             rNext = []                  # warp 0: the columns of the block it factors
             for _ in cutlass.range_constexpr(NB):
                 rBlock.append(cute.make_rmem_tensor(self.rows_per_lane, cutlass.Float32))
@@ -979,133 +982,184 @@ if cutlass is not None:
             rA = cute.make_rmem_tensor(self.rows_per_lane, cutlass.Float32)
 
             if warp == 0:
-                self._factor_block(sP, sTau, mTau, mScratch, rNext, rA, b, 0, cutlass.min(NB, n), n, lane)
+                self._factor_block(sP, sTau, sT, mTau, mScratch, rNext, rA, b, 0, cutlass.min(NB, n), n, 0, lane)
             cute.arch.sync_threads()
             for j0 in cutlass.range(0, n - NB, NB):         # every block with columns right of it
                 end = j0 + NB
                 after = cutlass.min(end + NB, n)            # block k+1 is [end, after)
-                self._form_block_t(sP, sTau, sGram, sT, rBlock, j0, n, tidx, lane, warp)
+                parity = (j0 // NB) % 2
+                if warp > 0:
+                    for i in cutlass.range_constexpr(NB):
+                        self._load_reflector(sP, rBlock[i], j0 + i, n, lane)
                 if warp <= NB:
                     if warp >= 1:
                         if end + warp - 1 < after:
-                            self._reflect_block(sP, sT, rBlock, rA, j0, end + warp - 1, n, lane)
+                            self._reflect_block(sP, sT, rBlock, rA, j0, end + warp - 1, n, parity, lane)
                     cute.arch.barrier(barrier_id=BLOCK_READY_BARRIER, number_of_threads=(NB + 1) * WARP)
                 if warp == 0:
-                    self._factor_block(sP, sTau, mTau, mScratch, rNext, rA, b, end, after, n, lane)
+                    self._factor_block(sP, sTau, sT, mTau, mScratch, rNext, rA, b, end, after, n, 1 - parity,
+                                       lane)
                 else:
                     for k in cutlass.range(after + warp - 1, n, NW - 1):
-                        self._reflect_block(sP, sT, rBlock, rA, j0, k, n, lane)
+                        self._reflect_block(sP, sT, rBlock, rA, j0, k, n, parity, lane)
                 cute.arch.sync_threads()
 
             self._write_back(mH, sP, b, 0, n, 0, n, lane, warp)
 
         @cute.jit
-        def _factor_block(self, sP, sTau, mTau, mScratch, rCols, rV, b, j0, end, n, lane):
+        def _warp_sums(self, parts, lane):
+            """[sum over the warp of p for p in parts] in every lane (len(parts) <= block, padded to it).
+
+            Each butterfly step halves the values a lane holds: the lanes with the step's bit set keep
+            the upper half and send the lower, the others the reverse, so after log2(block) steps lane L
+            holds one sum, of part q = L // (WARP / block), over its lanes of equal q; the steps left sum
+            it over the warp, and a shuffle from lane q * WARP / block brings sum q to every lane.
+            block - 1 + log2(WARP / block) + block shuffles instead of 5 a sum.
+            """
+            NB = self.block
+            if cutlass.const_expr(len(parts) == 1):
+                return [cute.arch.warp_reduction_sum(parts[0])]
+            held = list(parts) + [cutlass.Float32(0.0)] * (NB - len(parts))
+            for step in cutlass.range_constexpr(NB.bit_length() - 1):     # held: NB >> step values
+                offset = WARP >> (step + 1)
+                half = NB >> (step + 1)
+                upper = (lane & offset) != 0
+                summed = []
+                for i in cutlass.range_constexpr(half):
+                    keep = held[i]
+                    send = held[half + i]
+                    if upper:
+                        keep = held[half + i]
+                        send = held[i]
+                    summed.append(keep + cute.arch.shuffle_sync_bfly(send, offset))
+                held = summed
+            total = held[0]
+            for step in cutlass.range_constexpr(NB.bit_length() - 1, WARP.bit_length() - 1):
+                total = total + cute.arch.shuffle_sync_bfly(total, WARP >> (step + 1))
+            return [cute.arch.shuffle_sync(total, (WARP // NB) * q) for q in range(len(parts))]
+
+        @cute.jit
+        def _load_reflector(self, sP, rV, j, n, lane):
+            """rV := v of finished column j: 0 above its diagonal, 1 on it, the stored v below."""
+            self._load_column(sP, rV, j, j, n, lane)
+            for t in cutlass.range_constexpr(self.rows_per_lane):
+                if lane + WARP * t == j:
+                    rV[t] = cutlass.Float32(1.0)
+
+        @cute.jit
+        def _factor_block(self, sP, sTau, sT, mTau, mScratch, rCols, rV, b, j0, end, n, parity, lane):
             """Warp-wide: factor columns [j0, end) (rows j0 and below; already reflected by every earlier
-            block) in registers, column by column as HouseholderPanel does, and store them finished.
+            block) in registers, column by column as HouseholderPanel does, store them finished, and
+            T := larft(V, tau) of the block into sT[:, :, parity].
+
+            Column i's step sums, in one `_warp_sums`, v_i^T a for the block's later columns a (which it
+            reflects) and v_i^T v_m for its finished columns m < i (rows below d_i: a finished column holds
+            v_m there), the Gram entries of T's recurrence T[m, i] = -tau_i sum_{l=m..i-1} T[m, l] (V^T V)[l, i],
+            which every lane then runs in registers. Columns of a last, partial block past `end` are zero:
+            tau 0, nothing stored.
 
             A column outside NORM_SAFE_RANGE is stored before `_larfg`, whose rescaled norm
             (`_rescaled_norm2`) reads it from shared memory, and its lanes meet before they overwrite it.
             """
-            for i in cutlass.range_constexpr(self.block):
+            NB = self.block
+            for i in cutlass.range_constexpr(NB):
+                for t in cutlass.range_constexpr(self.rows_per_lane):
+                    rCols[i][t] = cutlass.Float32(0.0)
                 if j0 + i < end:
                     self._load_column(sP, rCols[i], j0 + i, j0, n, lane)
-            for i in cutlass.range_constexpr(self.block):
+            taus = []
+            gram = []                   # gram[i][m] = (V^T V)[m, i] for m < i
+            for i in cutlass.range_constexpr(NB):
                 d = j0 + i
-                if d < end:
-                    # ----- |x|^2, |x|_inf below the diagonal and alpha on it, warp sums -----
-                    partial = cutlass.Float32(0.0)
-                    largest = cutlass.Float32(0.0)
-                    diagonal = cutlass.Float32(0.0)
-                    for t in cutlass.range_constexpr(self.rows_per_lane):
-                        r = lane + WARP * t
-                        x = rCols[i][t]
-                        if r > d:
-                            partial = partial + x * x
-                            largest = cute.arch.fmax(largest, cute.arch.fmax(x, -x))
-                        if r == d:
-                            diagonal = x
-                    xnorm2 = cute.arch.warp_reduction_sum(partial)
-                    xmax = cute.arch.warp_reduction_max(largest)
-                    alpha = cute.arch.warp_reduction_sum(diagonal)     # one lane's value plus zeros: exact
-                    size = cute.arch.fmax(xmax, cute.arch.fmax(alpha, -alpha))
-                    rescaled = cutlass.Boolean(False)
-                    if size < NORM_SAFE_RANGE[0] or size > NORM_SAFE_RANGE[1]:
-                        rescaled = cutlass.Boolean(True)
-                        self._store_column(sP, rCols[i], d, j0, n, lane)
-                        cute.arch.sync_warp()
-                    beta, tau, lift, scale = self._larfg(alpha, xnorm2, xmax, sP, mScratch, b, 0, 0, n, d, d, lane)
-                    if rescaled:
-                        cute.arch.sync_warp()
+                # ----- |x|^2, |x|_inf below the diagonal and alpha on it, warp sums -----
+                partial = cutlass.Float32(0.0)
+                largest = cutlass.Float32(0.0)
+                diagonal = cutlass.Float32(0.0)
+                for t in cutlass.range_constexpr(self.rows_per_lane):
+                    r = lane + WARP * t
+                    x = rCols[i][t]
+                    if r > d:
+                        partial = partial + x * x
+                        largest = cute.arch.fmax(largest, cute.arch.fmax(x, -x))
+                    if r == d:
+                        diagonal = x
+                xnorm2 = cute.arch.warp_reduction_sum(partial)
+                xmax = cute.arch.warp_reduction_max(largest)
+                alpha = cute.arch.warp_reduction_sum(diagonal)     # one lane's value plus zeros: exact
+                size = cute.arch.fmax(xmax, cute.arch.fmax(alpha, -alpha))
+                rescaled = cutlass.Boolean(False)
+                if size < NORM_SAFE_RANGE[0] or size > NORM_SAFE_RANGE[1]:
+                    rescaled = cutlass.Boolean(True)
+                    self._store_column(sP, rCols[i], d, j0, n, lane)
+                    cute.arch.sync_warp()
+                beta, tau, lift, scale = self._larfg(alpha, xnorm2, xmax, sP, mScratch, b, 0, 0, n, d, d, lane)
+                if rescaled:
+                    cute.arch.sync_warp()
+                taus.append(tau)
 
-                    # ----- column d finished (beta on the diagonal, v below); v (1 on d, 0 above) in rV -----
-                    for t in cutlass.range_constexpr(self.rows_per_lane):
-                        r = lane + WARP * t
-                        v = cutlass.Float32(0.0)
-                        if r == d:
-                            v = cutlass.Float32(1.0)
-                            rCols[i][t] = beta
-                        if r > d:
-                            v = rCols[i][t] * lift * scale
-                            rCols[i][t] = v
-                        rV[t] = v
+                # ----- column d finished (beta on the diagonal, v below); v (1 on d, 0 above) in rV -----
+                for t in cutlass.range_constexpr(self.rows_per_lane):
+                    r = lane + WARP * t
+                    v = cutlass.Float32(0.0)
+                    if r == d:
+                        v = cutlass.Float32(1.0)
+                        rCols[i][t] = beta
+                    if r > d:
+                        v = rCols[i][t] * lift * scale
+                        rCols[i][t] = v
+                    rV[t] = v
+                if d < end:
                     self._store_column(sP, rCols[i], d, j0, n, lane)
                     if lane == 0:
                         sTau[d] = tau
                         mTau[b, d] = tau
 
-                    # ----- the block's later columns -= tau (v^T a) v (one CTA: `_reflect` sums the dot in
-                    # the warp and never reads its cluster receive buffer, for which sTau stands in) -----
-                    for i2 in cutlass.range_constexpr(i + 1, self.block):
-                        if j0 + i2 < end:
-                            self._reflect(rV, rCols[i2], tau, sTau, 0, 0)
+                # ----- v^T of the finished columns (Gram) and of the later ones, which it reflects -----
+                parts = []
+                for m in cutlass.range_constexpr(NB):
+                    if cutlass.const_expr(m != i):
+                        part = cutlass.Float32(0.0)
+                        for t in cutlass.range_constexpr(self.rows_per_lane):
+                            part = part + rV[t] * rCols[m][t]
+                        parts.append(part)
+                if cutlass.const_expr(NB > 1):
+                    sums = self._warp_sums(parts, lane)
+                    gram.append(sums[:i])
+                    for m in cutlass.range_constexpr(i + 1, NB):
+                        coef = tau * sums[m - 1]
+                        for t in cutlass.range_constexpr(self.rows_per_lane):
+                            rCols[m][t] = rCols[m][t] - coef * rV[t]
 
-        @cute.jit
-        def _form_block_t(self, sP, sTau, sGram, sT, rBlock, j0, n, tidx, lane, warp):
-            """rBlock := the v of columns [j0, j0 + block) (0 above their diagonals, 1 on them), in every
-            warp; sT := T of the block (sT[l, i] = T[i, l]) as `_form_t` forms it: warp l - 1 sums the Gram
-            entries (V^T V)[i, l], i < l, from rBlock, then thread i runs row i. Ends with a barrier."""
-            NB = self.block
-            NW = self.threads // WARP
+            # ----- T of the block, every lane; lane 0 stores it -----
+            T = [[cutlass.Float32(0.0)] * NB for _ in range(NB)]
             for i in cutlass.range_constexpr(NB):
-                self._load_column(sP, rBlock[i], j0 + i, j0 + i, n, lane)
-                for t in cutlass.range_constexpr(self.rows_per_lane):
-                    if lane + WARP * t == j0 + i:
-                        rBlock[i][t] = cutlass.Float32(1.0)
-            for l in cutlass.range_constexpr(1, NB):
-                if warp == (l - 1) % NW:
-                    for i in cutlass.range_constexpr(l):
-                        dot = self._warp_dot(rBlock[i], rBlock[l])
-                        if lane == 0:
-                            sGram[i, l] = dot
-            cute.arch.sync_threads()
-
-            if tidx < NB:
-                i = tidx
-                for l in cutlass.range_constexpr(NB):
-                    t = cutlass.Float32(0.0)
-                    if l == i:
-                        t = sTau[j0 + l]
-                    if l > i:
-                        s = cutlass.Float32(0.0)
-                        for m in cutlass.range(i, l):
-                            s = s + sT[m, i] * sGram[m, l]
-                        t = -sTau[j0 + l] * s
-                    sT[l, i] = t
-            cute.arch.sync_threads()
+                T[i][i] = taus[i]
+                for m in cutlass.range_constexpr(i - 1, -1, -1):
+                    s = cutlass.Float32(0.0)
+                    for l in cutlass.range_constexpr(m, i):
+                        s = s + T[m][l] * gram[i][l]
+                    T[m][i] = -taus[i] * s
+            if lane == 0:
+                for i in cutlass.range_constexpr(NB):
+                    for m in cutlass.range_constexpr(i + 1):
+                        sT[i, m, parity] = T[m][i]
 
         @cute.jit
-        def _reflect_block(self, sP, sT, rBlock, rA, j0, k, n, lane):
-            """Warp-wide: column k (rows j0 and below) -= V T^T V^T (it) for the block in rBlock and sT:
-            w = V^T a (a warp sum per reflector), y = T^T w, a -= V y."""
+        def _reflect_block(self, sP, sT, rBlock, rA, j0, k, n, parity, lane):
+            """Warp-wide: column k (rows j0 and below) -= V T^T V^T (it) for the block in rBlock and
+            sT[:, :, parity]: w = V^T a (`_warp_sums`), y = T^T w, a -= V y."""
             self._load_column(sP, rA, k, j0, n, lane)
-            dots = []
+            parts = []
             for i in cutlass.range_constexpr(self.block):
-                dots.append(self._warp_dot(rBlock[i], rA))
+                part = cutlass.Float32(0.0)
+                for t in cutlass.range_constexpr(self.rows_per_lane):
+                    part = part + rBlock[i][t] * rA[t]
+                parts.append(part)
+            dots = self._warp_sums(parts, lane)
             for i in cutlass.range_constexpr(self.block):
                 y = cutlass.Float32(0.0)             # (T^T w)_i = sum over l <= i of T[l, i] w_l
                 for l in cutlass.range_constexpr(i + 1):
-                    y = y + sT[i, l] * dots[l]
+                    y = y + sT[i, l, parity] * dots[l]
                 for t in cutlass.range_constexpr(self.rows_per_lane):
                     rA[t] = rA[t] - y * rBlock[i][t]
             self._store_column(sP, rA, k, j0, n, lane)
@@ -1158,7 +1212,7 @@ def exchange_floats(width: int, cluster: int) -> int:
 
 def panel_smem_bytes(rows: int, width: int, form_t: bool, cluster: int = 1) -> int:
     """Shared memory of a HouseholderPanel CTA (see its docstring for the layout); a plan without T
-    counts a BlockedSquareQR block's Gram matrix and T (SQUARE_BLOCK^2 each) instead."""
+    counts a BlockedSquareQR's two blocks' T (SQUARE_BLOCK^2 each) instead."""
     floats = (rows | 1) * width + 2 * (width if form_t else SQUARE_BLOCK) ** 2 + width + 6
     return 4 * (floats + exchange_floats(width, cluster)) + (32 if cluster > 1 else 0)
 
