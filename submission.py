@@ -699,9 +699,10 @@ if cutlass is not None:
                 self._form_t(sP, sTau, sGram, sT, rV, rA, mT, mScratch, b, rank, r0, nloc, c, w, tidx, lane, warp)
 
         @cute.jit
-        def _load_column(self, sP, rX, k, rlo, nloc, lane):
-            """rX[t] := A[r, k] for this lane's rows r = lane + 32 t in [rlo, nloc), else 0."""
-            for t in cutlass.range_constexpr(self.rows_per_lane):
+        def _load_column(self, sP, rX, k, rlo, nloc, lane, first=0):
+            """rX[t] := A[r, k] for this lane's rows r = lane + 32 t in [rlo, nloc), else 0; slots t < first
+            (a compile-time count of slots that hold only rows < rlo) are left as they are."""
+            for t in cutlass.range_constexpr(first, self.rows_per_lane):
                 r = lane + WARP * t
                 x = cutlass.Float32(0.0)
                 if r >= rlo:
@@ -710,9 +711,9 @@ if cutlass is not None:
                 rX[t] = x
 
         @cute.jit
-        def _store_column(self, sP, rX, k, rlo, nloc, lane):
-            """A[r, k] := rX[t] for this lane's rows r = lane + 32 t in [rlo, nloc)."""
-            for t in cutlass.range_constexpr(self.rows_per_lane):
+        def _store_column(self, sP, rX, k, rlo, nloc, lane, first=0):
+            """A[r, k] := rX[t] for this lane's rows r = lane + 32 t in [rlo, nloc), slots t >= first."""
+            for t in cutlass.range_constexpr(first, self.rows_per_lane):
                 r = lane + WARP * t
                 if r >= rlo:
                     if r < nloc:
@@ -982,27 +983,31 @@ if cutlass is not None:
             rA = cute.make_rmem_tensor(self.rows_per_lane, cutlass.Float32)
 
             if warp == 0:
-                self._factor_block(sP, sTau, sT, mTau, mScratch, rNext, rA, b, 0, cutlass.min(NB, n), n, 0, lane)
+                self._factor_block(sP, sTau, sT, mTau, mScratch, rNext, rA, b, 0, cutlass.min(NB, n), n, 0, 0,
+                                   lane)
             cute.arch.sync_threads()
-            for j0 in cutlass.range(0, n - NB, NB):         # every block with columns right of it
-                end = j0 + NB
-                after = cutlass.min(end + NB, n)            # block k+1 is [end, after)
-                parity = (j0 // NB) % 2
-                if warp > 0:
-                    for i in cutlass.range_constexpr(NB):
-                        self._load_reflector(sP, rBlock[i], j0 + i, n, lane)
-                if warp <= NB:
-                    if warp >= 1:
-                        if end + warp - 1 < after:
-                            self._reflect_block(sP, sT, rBlock, rA, j0, end + warp - 1, n, parity, lane)
-                    cute.arch.barrier(barrier_id=BLOCK_READY_BARRIER, number_of_threads=(NB + 1) * WARP)
-                if warp == 0:
-                    self._factor_block(sP, sTau, sT, mTau, mScratch, rNext, rA, b, end, after, n, 1 - parity,
-                                       lane)
-                else:
-                    for k in cutlass.range(after + warp - 1, n, NW - 1):
-                        self._reflect_block(sP, sT, rBlock, rA, j0, k, n, parity, lane)
-                cute.arch.sync_threads()
+            # every block with columns right of it, in phases of WARP rows: in phase `first` a lane's
+            # register slots below `first` hold only rows above the block, and the phase's code skips them
+            for first in cutlass.range_constexpr(self.rows_per_lane):
+                for j0 in cutlass.range(WARP * first, cutlass.min(WARP * (first + 1), n - NB), NB):
+                    end = j0 + NB
+                    after = cutlass.min(end + NB, n)            # block k+1 is [end, after)
+                    parity = (j0 // NB) % 2
+                    if warp > 0:
+                        for i in cutlass.range_constexpr(NB):
+                            self._load_reflector(sP, rBlock[i], j0 + i, n, first, lane)
+                    if warp <= NB:
+                        if warp >= 1:
+                            if end + warp - 1 < after:
+                                self._reflect_block(sP, sT, rBlock, rA, j0, end + warp - 1, n, parity, first, lane)
+                        cute.arch.barrier(barrier_id=BLOCK_READY_BARRIER, number_of_threads=(NB + 1) * WARP)
+                    if warp == 0:
+                        self._factor_block(sP, sTau, sT, mTau, mScratch, rNext, rA, b, end, after, n, 1 - parity,
+                                           first, lane)
+                    else:
+                        for k in cutlass.range(after + warp - 1, n, NW - 1):
+                            self._reflect_block(sP, sT, rBlock, rA, j0, k, n, parity, first, lane)
+                    cute.arch.sync_threads()
 
             self._write_back(mH, sP, b, 0, n, 0, n, lane, warp)
 
@@ -1039,15 +1044,15 @@ if cutlass is not None:
             return [cute.arch.shuffle_sync(total, (WARP // NB) * q) for q in range(len(parts))]
 
         @cute.jit
-        def _load_reflector(self, sP, rV, j, n, lane):
-            """rV := v of finished column j: 0 above its diagonal, 1 on it, the stored v below."""
-            self._load_column(sP, rV, j, j, n, lane)
-            for t in cutlass.range_constexpr(self.rows_per_lane):
+        def _load_reflector(self, sP, rV, j, n, first, lane):
+            """rV := v of finished column j: 0 above its diagonal, 1 on it, the stored v below (slots >= first)."""
+            self._load_column(sP, rV, j, j, n, lane, first)
+            for t in cutlass.range_constexpr(first, self.rows_per_lane):
                 if lane + WARP * t == j:
                     rV[t] = cutlass.Float32(1.0)
 
         @cute.jit
-        def _factor_block(self, sP, sTau, sT, mTau, mScratch, rCols, rV, b, j0, end, n, parity, lane):
+        def _factor_block(self, sP, sTau, sT, mTau, mScratch, rCols, rV, b, j0, end, n, parity, first, lane):
             """Warp-wide: factor columns [j0, end) (rows j0 and below; already reflected by every earlier
             block) in registers, column by column as HouseholderPanel does, store them finished, and
             T := larft(V, tau) of the block into sT[:, :, parity].
@@ -1056,17 +1061,17 @@ if cutlass is not None:
             reflects) and v_i^T v_m for its finished columns m < i (rows below d_i: a finished column holds
             v_m there), the Gram entries of T's recurrence T[m, i] = -tau_i sum_{l=m..i-1} T[m, l] (V^T V)[l, i],
             which every lane then runs in registers. Columns of a last, partial block past `end` are zero:
-            tau 0, nothing stored.
+            tau 0, nothing stored. Register slots below `first` (rows above j0) are neither read nor written.
 
             A column outside NORM_SAFE_RANGE is stored before `_larfg`, whose rescaled norm
             (`_rescaled_norm2`) reads it from shared memory, and its lanes meet before they overwrite it.
             """
             NB = self.block
             for i in cutlass.range_constexpr(NB):
-                for t in cutlass.range_constexpr(self.rows_per_lane):
+                for t in cutlass.range_constexpr(first, self.rows_per_lane):
                     rCols[i][t] = cutlass.Float32(0.0)
                 if j0 + i < end:
-                    self._load_column(sP, rCols[i], j0 + i, j0, n, lane)
+                    self._load_column(sP, rCols[i], j0 + i, j0, n, lane, first)
             taus = []
             gram = []                   # gram[i][m] = (V^T V)[m, i] for m < i
             for i in cutlass.range_constexpr(NB):
@@ -1075,7 +1080,7 @@ if cutlass is not None:
                 partial = cutlass.Float32(0.0)
                 largest = cutlass.Float32(0.0)
                 diagonal = cutlass.Float32(0.0)
-                for t in cutlass.range_constexpr(self.rows_per_lane):
+                for t in cutlass.range_constexpr(first, self.rows_per_lane):
                     r = lane + WARP * t
                     x = rCols[i][t]
                     if r > d:
@@ -1090,7 +1095,7 @@ if cutlass is not None:
                 rescaled = cutlass.Boolean(False)
                 if size < NORM_SAFE_RANGE[0] or size > NORM_SAFE_RANGE[1]:
                     rescaled = cutlass.Boolean(True)
-                    self._store_column(sP, rCols[i], d, j0, n, lane)
+                    self._store_column(sP, rCols[i], d, j0, n, lane, first)
                     cute.arch.sync_warp()
                 beta, tau, lift, scale = self._larfg(alpha, xnorm2, xmax, sP, mScratch, b, 0, 0, n, d, d, lane)
                 if rescaled:
@@ -1098,7 +1103,7 @@ if cutlass is not None:
                 taus.append(tau)
 
                 # ----- column d finished (beta on the diagonal, v below); v (1 on d, 0 above) in rV -----
-                for t in cutlass.range_constexpr(self.rows_per_lane):
+                for t in cutlass.range_constexpr(first, self.rows_per_lane):
                     r = lane + WARP * t
                     v = cutlass.Float32(0.0)
                     if r == d:
@@ -1109,7 +1114,7 @@ if cutlass is not None:
                         rCols[i][t] = v
                     rV[t] = v
                 if d < end:
-                    self._store_column(sP, rCols[i], d, j0, n, lane)
+                    self._store_column(sP, rCols[i], d, j0, n, lane, first)
                     if lane == 0:
                         sTau[d] = tau
                         mTau[b, d] = tau
@@ -1119,7 +1124,7 @@ if cutlass is not None:
                 for m in cutlass.range_constexpr(NB):
                     if cutlass.const_expr(m != i):
                         part = cutlass.Float32(0.0)
-                        for t in cutlass.range_constexpr(self.rows_per_lane):
+                        for t in cutlass.range_constexpr(first, self.rows_per_lane):
                             part = part + rV[t] * rCols[m][t]
                         parts.append(part)
                 if cutlass.const_expr(NB > 1):
@@ -1127,7 +1132,7 @@ if cutlass is not None:
                     gram.append(sums[:i])
                     for m in cutlass.range_constexpr(i + 1, NB):
                         coef = tau * sums[m - 1]
-                        for t in cutlass.range_constexpr(self.rows_per_lane):
+                        for t in cutlass.range_constexpr(first, self.rows_per_lane):
                             rCols[m][t] = rCols[m][t] - coef * rV[t]
 
             # ----- T of the block, every lane; lane 0 stores it -----
@@ -1145,14 +1150,14 @@ if cutlass is not None:
                         sT[i, m, parity] = T[m][i]
 
         @cute.jit
-        def _reflect_block(self, sP, sT, rBlock, rA, j0, k, n, parity, lane):
+        def _reflect_block(self, sP, sT, rBlock, rA, j0, k, n, parity, first, lane):
             """Warp-wide: column k (rows j0 and below) -= V T^T V^T (it) for the block in rBlock and
-            sT[:, :, parity]: w = V^T a (`_warp_sums`), y = T^T w, a -= V y."""
-            self._load_column(sP, rA, k, j0, n, lane)
+            sT[:, :, parity]: w = V^T a (`_warp_sums`), y = T^T w, a -= V y; register slots >= first."""
+            self._load_column(sP, rA, k, j0, n, lane, first)
             parts = []
             for i in cutlass.range_constexpr(self.block):
                 part = cutlass.Float32(0.0)
-                for t in cutlass.range_constexpr(self.rows_per_lane):
+                for t in cutlass.range_constexpr(first, self.rows_per_lane):
                     part = part + rBlock[i][t] * rA[t]
                 parts.append(part)
             dots = self._warp_sums(parts, lane)
@@ -1160,9 +1165,9 @@ if cutlass is not None:
                 y = cutlass.Float32(0.0)             # (T^T w)_i = sum over l <= i of T[l, i] w_l
                 for l in cutlass.range_constexpr(i + 1):
                     y = y + sT[i, l, parity] * dots[l]
-                for t in cutlass.range_constexpr(self.rows_per_lane):
+                for t in cutlass.range_constexpr(first, self.rows_per_lane):
                     rA[t] = rA[t] - y * rBlock[i][t]
-            self._store_column(sP, rA, k, j0, n, lane)
+            self._store_column(sP, rA, k, j0, n, lane, first)
 
 # ---------------------------------------------------------------------------
 # Plans: which kernels serve (batch, n) on this device
