@@ -178,6 +178,21 @@ def test_zero_matrix_and_zero_columns_give_tau_zero(n):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("block,threads", [(2, 512), (8, 384)])     # blocks of 8 need 384 threads' registers
+def test_blocked_square_kernel_at_other_block_sizes(block, threads, monkeypatch):
+    # n = 203 ends in a partial block; matrix 1's zero columns start inside a block
+    monkeypatch.setattr(submission, "SQUARE_BLOCK", block)
+    monkeypatch.setattr(submission, "SQUARE_THREADS", threads)
+    monkeypatch.setattr(submission, "_COMPILED", {})
+    for n in (176, 203):
+        a = reference.generate_input(7, n, 1, 79, "dense")
+        a[1, :, 101:] = 0.0
+        h, tau = submission.Factorization(7, n, a.device)(a)
+        assert torch.equal(tau[1, 101:], torch.zeros_like(tau[1, 101:]))
+        assert_factors(a, (h, tau))
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("batch,n", [(20, 32), (40, 176), (40, 352), (16, 512), (4, 1024), (2, 2048)])
 def test_agrees_with_geqrf(batch, n):
     a = reference.generate_input(batch, n, 0, 7, "dense")
