@@ -499,6 +499,11 @@ if cutlass is not None:
         Column j's tail keeps its raw x while column j is read as v; it is
         scaled into v (and beta stored on its diagonal) during column j+1.
 
+        A column's rows below the CTA's own (up to ld, as far as a lane's
+        slots reach) are zeros, so a column about to be reflected loads and
+        stores a lane's whole slots without row tests: rows above the pivot
+        come back unchanged (v is 0 there) and the zero rows stay zero.
+
         Shared memory: ld * width floats of panel, plus width^2 (Gram) and
         width^2 (T) when `form_t`, plus width + 6 floats (tau, norms), plus
         the exchange buffers of a cluster (`exchange_floats`) and four mbarriers. n and c are run-time
@@ -658,7 +663,7 @@ if cutlass is not None:
                                     self._publish_dot(rV, rCols[s], sSendDots, j % 2, own, lane)
                     else:
                         for k in cutlass.range(j + 1 + warp, w, NW):
-                            self._load_column(sP, rA, k, rstart, nloc, lane)
+                            self._load_column(sP, rA, k, 0, nloc, lane)
                             self._publish_dot(rV, rA, sSendDots, j % 2, k, lane)
                     cute.arch.fence_view_async_shared()      # the dots are read by the bulk copies
                     cute.arch.sync_threads()
@@ -680,9 +685,9 @@ if cutlass is not None:
                                                        nloc, c, own, lane)
                 else:
                     for k in cutlass.range(j + 1 + warp, w, NW, unroll=2):
-                        self._load_column(sP, rA, k, rstart, nloc, lane)
+                        self._load_column(sP, rA, k, 0, nloc, lane)
                         self._reflect(rV, rA, tau, sRecvDots, j % 2, k)
-                        self._store_column(sP, rA, k, rstart, nloc, lane)
+                        self._store_column(sP, rA, k, 0, nloc, lane)
                         if k == j + 1:
                             self._publish_next(rA, sNext, sSendNext, sRecvNext, sBars, rank, r0, nloc, c, k, lane)
                 cute.arch.sync_threads()        # a cluster's CTAs meet at the next column's mbarrier wait
@@ -701,23 +706,34 @@ if cutlass is not None:
         @cute.jit
         def _load_column(self, sP, rX, k, rlo, nloc, lane, first=0):
             """rX[t] := A[r, k] for this lane's rows r = lane + 32 t in [rlo, nloc), else 0; slots t < first
-            (a compile-time count of slots that hold only rows < rlo) are left as they are."""
+            (a compile-time count of slots that hold only rows < rlo) are left as they are.
+
+            Rows [nloc, ld) hold zeros (`_stage`), so only a slot reaching past ld tests r < nloc, and
+            with rlo = 0 (a column about to be reflected: v is 0 above its pivot, so its rows there come
+            back unchanged) the slots below it load without a test.
+            """
             for t in cutlass.range_constexpr(first, self.rows_per_lane):
                 r = lane + WARP * t
                 x = cutlass.Float32(0.0)
                 if r >= rlo:
-                    if r < nloc:
+                    if r < self._row_end(t, nloc):
                         x = sP[r, k]
                 rX[t] = x
 
         @cute.jit
         def _store_column(self, sP, rX, k, rlo, nloc, lane, first=0):
-            """A[r, k] := rX[t] for this lane's rows r = lane + 32 t in [rlo, nloc), slots t >= first."""
+            """A[r, k] := rX[t] for this lane's rows r = lane + 32 t in [rlo, nloc), slots t >= first; rows in
+            [nloc, ld) may be written too (with the zeros a reflection leaves them)."""
             for t in cutlass.range_constexpr(first, self.rows_per_lane):
                 r = lane + WARP * t
                 if r >= rlo:
-                    if r < nloc:
+                    if r < self._row_end(t, nloc):
                         sP[r, k] = rX[t]
+
+        def _row_end(self, t, nloc):
+            """What a row of slot t must stay below: nloc where the slot reaches past a column's ld rows in
+            shared memory, else ld, which every row of the slot meets (the test compiles away)."""
+            return nloc if WARP * (t + 1) > self.ld else self.ld
 
         @cute.jit
         def _publish_dot(self, rV, rX, sSendDots, parity, k, lane):
@@ -811,9 +827,14 @@ if cutlass is not None:
 
         @cute.jit
         def _stage(self, mA, sP, b, r0, nloc, c, w, lane, warp):
-            """sP := A[r0:r0+nloc, c:c+w], a row per warp: STAGE_ROWS loads in flight, then their stores."""
+            """sP := A[r0:r0+nloc, c:c+w], a row per warp: STAGE_ROWS loads in flight, then their stores;
+            rows [nloc, ld) that a lane's slots reach are zeroed."""
             W = self.width
             NW = self.threads // WARP
+            for r in cutlass.range(nloc + warp, min(self.ld, WARP * self.rows_per_lane), NW):
+                for k0 in cutlass.range_constexpr(0, W, WARP):
+                    if k0 + lane < w:
+                        sP[r, k0 + lane] = cutlass.Float32(0.0)
             rStage = cute.make_rmem_tensor(STAGE_ROWS, cutlass.Float32)
             for k0 in cutlass.range_constexpr(0, W, WARP):      # one chunk unless a square plan is wider
                 k = k0 + lane
@@ -893,7 +914,7 @@ if cutlass is not None:
                     if r0 + lane + WARP * t == d:
                         rV[t] = cutlass.Float32(1.0)
                 for i in cutlass.range(j):
-                    self._load_column(sP, rA, i, rlo, nloc, lane)
+                    self._load_column(sP, rA, i, 0, nloc, lane)
                     dot = self._warp_dot(rV, rA)
                     if lane == 0:
                         if cutlass.const_expr(G > 1):
@@ -1151,9 +1172,10 @@ if cutlass is not None:
 
         @cute.jit
         def _reflect_block(self, sP, sT, rBlock, rA, j0, k, n, parity, first, lane):
-            """Warp-wide: column k (rows j0 and below) -= V T^T V^T (it) for the block in rBlock and
-            sT[:, :, parity]: w = V^T a (`_warp_sums`), y = T^T w, a -= V y; register slots >= first."""
-            self._load_column(sP, rA, k, j0, n, lane, first)
+            """Warp-wide: column k -= V T^T V^T (it) for the block in rBlock and sT[:, :, parity]: w = V^T a
+            (`_warp_sums`), y = T^T w, a -= V y; register slots >= first (its rows above j0 come back as they
+            were: V is 0 there)."""
+            self._load_column(sP, rA, k, 0, n, lane, first)
             parts = []
             for i in cutlass.range_constexpr(self.block):
                 part = cutlass.Float32(0.0)
@@ -1167,7 +1189,7 @@ if cutlass is not None:
                     y = y + sT[i, l, parity] * dots[l]
                 for t in cutlass.range_constexpr(first, self.rows_per_lane):
                     rA[t] = rA[t] - y * rBlock[i][t]
-            self._store_column(sP, rA, k, j0, n, lane, first)
+            self._store_column(sP, rA, k, 0, n, lane, first)
 
 # ---------------------------------------------------------------------------
 # Plans: which kernels serve (batch, n) on this device
