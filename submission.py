@@ -957,7 +957,7 @@ if cutlass is not None:
 
         For block k, columns [j0, end), with V_k its reflectors and T_k = larft(V_k, tau) (formed by warp 0
         with the block, in sT[:, :, k % 2]):
-            warps 1..: V_k into registers
+            warps 1..: V_k and T_k into registers
             warps 1..block: column end + warp - 1 of block k+1, a -= V_k T_k^T V_k^T a  (a named barrier of
                         warps 0..block: block k+1 is ready)
             warp 0:     factors block k+1 and forms T_{k+1} alone (`_factor_block`: warp sums only, no CTA
@@ -1002,6 +1002,7 @@ if cutlass is not None:
                 rBlock.append(cute.make_rmem_tensor(self.rows_per_lane, cutlass.Float32))
                 rNext.append(cute.make_rmem_tensor(self.rows_per_lane, cutlass.Float32))
             rA = cute.make_rmem_tensor(self.rows_per_lane, cutlass.Float32)
+            rT = cute.make_rmem_tensor(NB * NB, cutlass.Float32)     # warps 1..: T of block k (`_reflect_block`)
 
             if warp == 0:
                 self._factor_block(sP, sTau, sT, mTau, mScratch, rNext, rA, b, 0, cutlass.min(NB, n), n, 0, 0,
@@ -1017,17 +1018,19 @@ if cutlass is not None:
                     if warp > 0:
                         for i in cutlass.range_constexpr(NB):
                             self._load_reflector(sP, rBlock[i], j0 + i, n, first, lane)
+                            for l in cutlass.range_constexpr(i + 1):
+                                rT[i * NB + l] = sT[i, l, parity]
                     if warp <= NB:
                         if warp >= 1:
                             if end + warp - 1 < after:
-                                self._reflect_block(sP, sT, rBlock, rA, j0, end + warp - 1, n, parity, first, lane)
+                                self._reflect_block(sP, rT, rBlock, rA, end + warp - 1, n, first, lane)
                         cute.arch.barrier(barrier_id=BLOCK_READY_BARRIER, number_of_threads=(NB + 1) * WARP)
                     if warp == 0:
                         self._factor_block(sP, sTau, sT, mTau, mScratch, rNext, rA, b, end, after, n, 1 - parity,
                                            first, lane)
                     else:
                         for k in cutlass.range(after + warp - 1, n, NW - 1):
-                            self._reflect_block(sP, sT, rBlock, rA, j0, k, n, parity, first, lane)
+                            self._reflect_block(sP, rT, rBlock, rA, k, n, first, lane)
                     cute.arch.sync_threads()
 
             self._write_back(mH, sP, b, 0, n, 0, n, lane, warp)
@@ -1171,10 +1174,10 @@ if cutlass is not None:
                         sT[i, m, parity] = T[m][i]
 
         @cute.jit
-        def _reflect_block(self, sP, sT, rBlock, rA, j0, k, n, parity, first, lane):
-            """Warp-wide: column k -= V T^T V^T (it) for the block in rBlock and sT[:, :, parity]: w = V^T a
-            (`_warp_sums`), y = T^T w, a -= V y; register slots >= first (its rows above j0 come back as they
-            were: V is 0 there)."""
+        def _reflect_block(self, sP, rT, rBlock, rA, k, n, first, lane):
+            """Warp-wide: column k -= V T^T V^T (it) for the block's V in rBlock and T in rT (rT[i * block + l]
+            = T[l, i]): w = V^T a (`_warp_sums`), y = T^T w, a -= V y; register slots >= first (its rows above
+            the block come back as they were: V is 0 there)."""
             self._load_column(sP, rA, k, 0, n, lane, first)
             parts = []
             for i in cutlass.range_constexpr(self.block):
@@ -1186,7 +1189,7 @@ if cutlass is not None:
             for i in cutlass.range_constexpr(self.block):
                 y = cutlass.Float32(0.0)             # (T^T w)_i = sum over l <= i of T[l, i] w_l
                 for l in cutlass.range_constexpr(i + 1):
-                    y = y + sT[i, l, parity] * dots[l]
+                    y = y + rT[i * self.block + l] * dots[l]
                 for t in cutlass.range_constexpr(first, self.rows_per_lane):
                     rA[t] = rA[t] - y * rBlock[i][t]
             self._store_column(sP, rA, k, 0, n, lane, first)
