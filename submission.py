@@ -46,6 +46,7 @@ non-3-D shapes, empty batches) are handed to `torch.geqrf`.
 Importing on a GPU machine compiles and warms up the benchmark shapes; set
 `QR_SKIP_PRECOMPILE=1` to skip that.
 """
+import operator
 import os
 import threading
 from collections import OrderedDict
@@ -133,6 +134,7 @@ NORM_LIFT = 2.0 ** 64
 TINY_EXPONENT = tl.constexpr(-64)
 STAGE_BLOCK = (32, 128)     # rows x columns of a staging / lift tile
 STAGE_ROWS = 8              # panel rows a warp loads into registers before it stores them to shared memory
+DOT_CHAINS = 4              # partial sums a lane keeps for a dot product of its slots (FMA latency, not 1 chain)
 WARP = 32
 # slots of a CTA's cluster scratch (see scratch_slots)
 SLOT_SCALED, SLOT_GRAM = 0, 1
@@ -759,32 +761,43 @@ if cutlass is not None:
 
         @cute.jit
         def _warp_dot(self, rV, rA):
-            """sum over the warp's rows of v * a."""
-            dot = cutlass.Float32(0.0)
+            """sum over the warp's rows of v * a; a lane's slots go to DOT_CHAINS interleaved partial sums
+            (independent FMA chains), added pairwise."""
+            chains = [cutlass.Float32(0.0)] * min(DOT_CHAINS, self.rows_per_lane)
             for t in cutlass.range_constexpr(self.rows_per_lane):
-                dot = dot + rV[t] * rA[t]
-            return cute.arch.warp_reduction_sum(dot)
+                chains[t % len(chains)] = chains[t % len(chains)] + rV[t] * rA[t]
+            return cute.arch.warp_reduction_sum(self._combine(chains, operator.add))
+
+        def _combine(self, chains, op):
+            """op over a lane's partial results, pairwise (a tree of log2(len) steps)."""
+            while len(chains) > 1:
+                pairs = [chains[i:i + 2] for i in range(0, len(chains), 2)]
+                chains = [op(*pair) if len(pair) == 2 else pair[0] for pair in pairs]
+            return chains[0]
 
         @cute.jit
         def _publish_next(self, rA, sNext, sSendNext, sRecvNext, sBars, rank, r0, nloc, c, k, lane):
             """Warp-wide, from rA = column k: publish this CTA's part of |A[c+k+1:, k]|^2 and
             of its largest magnitude, and alpha = A[c+k, k] (a cluster: pushed to every CTA)."""
             d = c + k
-            partial = cutlass.Float32(0.0)
-            largest = cutlass.Float32(0.0)
+            partials = [cutlass.Float32(0.0)] * min(DOT_CHAINS, self.rows_per_lane)
+            largests = list(partials)
             for t in cutlass.range_constexpr(self.rows_per_lane):
                 r = lane + WARP * t
+                x = cutlass.Float32(0.0)
                 if r0 + r > d:
-                    partial = partial + rA[t] * rA[t]
-                    largest = cute.arch.fmax(largest, cute.arch.fmax(rA[t], -rA[t]))
+                    x = rA[t]
+                q = t % len(partials)
+                partials[q] = partials[q] + x * x
+                largests[q] = cute.arch.fmax(largests[q], cute.arch.fmax(x, -x))
                 if r0 + r == d:
                     if r < nloc:
                         if cutlass.const_expr(self.cluster > 1):
                             sSendNext[2, k % 2] = rA[t]
                         else:
                             sNext[3 * (k % 2) + 1] = rA[t]
-            partial = cute.arch.warp_reduction_sum(partial)
-            largest = cute.arch.warp_reduction_max(largest)
+            partial = cute.arch.warp_reduction_sum(self._combine(partials, operator.add))
+            largest = cute.arch.warp_reduction_max(self._combine(largests, cute.arch.fmax))
             if cutlass.const_expr(self.cluster > 1):
                 if lane == 0:
                     sSendNext[0, k % 2] = partial
