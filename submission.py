@@ -927,7 +927,7 @@ if cutlass is not None:
                     if r0 + lane + WARP * t == d:
                         rV[t] = cutlass.Float32(1.0)
                 for i in cutlass.range(j):
-                    self._load_column(sP, rA, i, 0, nloc, lane)
+                    self._load_column(sP, rA, i, rlo, nloc, lane)      # not 0 x R above: R may hold inf
                     dot = self._warp_dot(rV, rA)
                     if lane == 0:
                         if cutlass.const_expr(G > 1):
