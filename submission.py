@@ -630,11 +630,12 @@ if cutlass is not None:
                 alpha = cutlass.Float32(0.0)
                 if cutlass.const_expr(G > 1):
                     q = j % 2
+                    owner = (d - c) // chunk                    # the CTA holding row d (before the wait)
                     cute.arch.mbarrier_wait(sBars.iterator + q, (j // 2) % 2)
                     for g in cutlass.range_constexpr(G):
                         xnorm2 = xnorm2 + sRecvNext[0, g, q]
                         xmax = cute.arch.fmax(xmax, sRecvNext[1, g, q])
-                    alpha = sRecvNext[2, (d - c) // chunk, q]
+                    alpha = sRecvNext[2, owner, q]
                     if tidx == 0:           # this column's dots and the next column's norms (previous phases done)
                         cute.arch.mbarrier_arrive_and_expect_tx(sBars.iterator + 2 + q, G * W * 4)
                         if j + 1 < w:
