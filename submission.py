@@ -134,7 +134,7 @@ NORM_LIFT = 2.0 ** 64
 TINY_EXPONENT = tl.constexpr(-64)
 STAGE_BLOCK = (32, 128)     # rows x columns of a staging / lift tile
 STAGE_ROWS = 8              # panel rows a warp loads into registers before it stores them to shared memory
-DOT_CHAINS = 4              # partial sums a lane keeps for a dot product of its slots (FMA latency, not 1 chain)
+DOT_CHAINS = 4              # partial sums of a lane's dot product over its slots: independent FMA chains
 WARP = 32
 # slots of a CTA's cluster scratch (see scratch_slots)
 SLOT_SCALED, SLOT_GRAM = 0, 1
@@ -711,9 +711,9 @@ if cutlass is not None:
             """rX[t] := A[r, k] for this lane's rows r = lane + 32 t in [rlo, nloc), else 0; slots t < first
             (a compile-time count of slots that hold only rows < rlo) are left as they are.
 
-            Rows [nloc, ld) hold zeros (`_stage`), so only a slot reaching past ld tests r < nloc, and
-            with rlo = 0 (a column about to be reflected: v is 0 above its pivot, so its rows there come
-            back unchanged) the slots below it load without a test.
+            Rows [nloc, ld) hold zeros (`_stage`), so only a slot reaching past ld tests r < nloc; with
+            rlo = 0 (a column about to be reflected: v is 0 above its pivot, so its rows there come back
+            unchanged) no other slot tests anything.
             """
             for t in cutlass.range_constexpr(first, self.rows_per_lane):
                 r = lane + WARP * t
@@ -928,7 +928,7 @@ if cutlass is not None:
                     if r0 + lane + WARP * t == d:
                         rV[t] = cutlass.Float32(1.0)
                 for i in cutlass.range(j):
-                    self._load_column(sP, rA, i, rlo, nloc, lane)      # not 0 x R above: R may hold inf
+                    self._load_column(sP, rA, i, rlo, nloc, lane)      # not rlo = 0: 0 x an inf of R is NaN
                     dot = self._warp_dot(rV, rA)
                     if lane == 0:
                         if cutlass.const_expr(G > 1):
