@@ -307,42 +307,55 @@ def _dot_3xbf16_split(a, b_big, b_small, acc):
 
 
 @triton.jit
-def _load_reflectors(h_ptr, rows, row_end, c, n, W: tl.constexpr):
-    """V[rows, 0:W] of the panel at column c (rows < row_end): unit diagonal, zero above, H below.
+def _load_reflectors(h_ptr, rows, row_lo, row_hi, c, n, W: tl.constexpr):
+    """V[rows, 0:W] of the panel at column c (row_lo <= rows < row_hi): unit diagonal, zero above, H below.
 
     Whole rows are loaded (masked by row and by k < n only, so that they
     load as vectors) and the triangle is selected in registers.
     """
     k = c + tl.arange(0, W)
-    h = tl.load(h_ptr + rows[:, None] * n + k[None, :], mask=(rows < row_end)[:, None] & (k < n)[None, :], other=0.0)
+    inside = (rows >= row_lo) & (rows < row_hi)
+    h = tl.load(h_ptr + rows[:, None] * n + k[None, :], mask=inside[:, None] & (k < n)[None, :], other=0.0)
     return tl.where(rows[:, None] > k[None, :], h, tl.where(rows[:, None] == k[None, :], 1.0, 0.0))
+
+
+@triton.jit
+def _load_strip(c_ptr, lift, rows, row_lo, row_hi, cols, col_hi, n):
+    """lift * C_ptr[rows, cols] for row_lo <= rows < row_hi and cols < col_hi, 0 elsewhere (n x n, row-major)."""
+    mask = ((rows >= row_lo) & (rows < row_hi))[:, None] & (cols < col_hi)[None, :]
+    return tl.load(c_ptr + rows[:, None] * n + cols[None, :], mask=mask, other=0.0) * lift
 
 
 @triton.jit
 def _project(h_ptr, c_ptr, lift, c, row_lo, row_hi, cols, col_hi, n, W: tl.constexpr, BLOCK_M: tl.constexpr,
              BLOCK_N: tl.constexpr):
     """(V^T C)^T over the rows [row_lo, row_hi): BLOCK_N x W, float32, C = lift * C_ptr[b, :, cols] (C_ptr is
-    H, or the input for the first panel's update; both n x n, row-major)."""
+    H, or the input for the first panel's update; both n x n, row-major).
+
+    Each trip loads the next row block's V and C before it multiplies the
+    current one, so a program always has one block's loads in flight (the
+    last trip's loads lie past row_hi: masked, no traffic).
+    """
     acc = tl.zeros((BLOCK_N, W), dtype=tl.float32)
-    for r0 in range(row_lo, row_hi, BLOCK_M):
+    rows = row_lo + tl.arange(0, BLOCK_M)
+    v = _load_reflectors(h_ptr, rows, row_lo, row_hi, c, n, W)
+    tile = _load_strip(c_ptr, lift, rows, row_lo, row_hi, cols, col_hi, n)
+    for r0 in range(row_lo + BLOCK_M, row_hi + BLOCK_M, BLOCK_M):
         rows = r0 + tl.arange(0, BLOCK_M)
-        v = _load_reflectors(h_ptr, rows, row_hi, c, n, W)
-        tile = tl.load(c_ptr + rows[:, None] * n + cols[None, :],
-                       mask=(rows[:, None] < row_hi) & (cols[None, :] < col_hi), other=0.0)
-        acc = _dot_3xbf16(tl.trans(tile * lift), v, acc)
+        v_next = _load_reflectors(h_ptr, rows, row_lo, row_hi, c, n, W)
+        tile_next = _load_strip(c_ptr, lift, rows, row_lo, row_hi, cols, col_hi, n)
+        acc = _dot_3xbf16(tl.trans(tile), v, acc)
+        v, tile = v_next, tile_next
     return acc
 
 
 @triton.jit
-def _subtract_reflected(h_ptr, c_ptr, lift, rows, cols, col_hi, c, n, y_big, y_small, W: tl.constexpr):
-    """H[rows, cols] := C[rows, cols] - V[rows] Y for C = lift * C_ptr[b] (see _project) and Y = T^T V^T C
-    (W x BLOCK_N) given as _bf16_pair(Y)."""
-    v = _load_reflectors(h_ptr, rows, n, c, n, W)
-    offsets = rows[:, None] * n + cols[None, :]
-    mask = (rows[:, None] < n) & (cols[None, :] < col_hi)
-    tile = tl.load(c_ptr + offsets, mask=mask, other=0.0) * lift
-    tl.store(h_ptr + offsets, tile - _dot_3xbf16_split(v, y_big, y_small, tl.zeros(tile.shape, dtype=tl.float32)),
-             mask=mask)
+def _subtract_reflected(h_ptr, rows, cols, col_hi, n, v, tile, y_big, y_small):
+    """H[rows, cols] := C - V Y for C = `tile` (C's rows, see `_load_strip`), V = `v` (V's rows, see
+    `_load_reflectors`) and Y = T^T V^T C (W x BLOCK_N) given as _bf16_pair(Y)."""
+    reflected = _dot_3xbf16_split(v, y_big, y_small, tl.zeros(tile.shape, dtype=tl.float32))
+    tl.store(h_ptr + rows[:, None] * n + cols[None, :], tile - reflected,
+             mask=(rows < n)[:, None] & (cols < col_hi)[None, :])
 
 
 @triton.jit
@@ -380,11 +393,16 @@ def _wy_update_kernel(
     t = tl.load(t_ptr + k[:, None] * W + k[None, :])
     y_big, y_small = _bf16_pair(tl.trans(tl.dot(acc, t, input_precision="ieee")))
 
-    # ----- C := C - V Y, from the last row block up -----
-    last = c + (n - 1 - c) // BLOCK_M * BLOCK_M
-    for i in range(0, tl.cdiv(n - c, BLOCK_M)):
-        _subtract_reflected(h_ptr, c_ptr, lift, last - i * BLOCK_M + tl.arange(0, BLOCK_M), cols, col_hi, c, n,
-                            y_big, y_small, W)
+    # ----- C := C - V Y, from the last row block up, the block above loading meanwhile -----
+    rows = c + (n - 1 - c) // BLOCK_M * BLOCK_M + tl.arange(0, BLOCK_M)
+    v = _load_reflectors(h_ptr, rows, c, n, c, n, W)
+    tile = _load_strip(c_ptr, lift, rows, c, n, cols, col_hi, n)
+    for _ in range(0, tl.cdiv(n - c, BLOCK_M)):
+        rows_above = rows - BLOCK_M            # above c on the last trip: masked, no traffic
+        v_above = _load_reflectors(h_ptr, rows_above, c, n, c, n, W)
+        tile_above = _load_strip(c_ptr, lift, rows_above, c, n, cols, col_hi, n)
+        _subtract_reflected(h_ptr, rows, cols, col_hi, n, v, tile, y_big, y_small)
+        rows, v, tile = rows_above, v_above, tile_above
 
 
 @triton.jit
@@ -430,7 +448,10 @@ def _wy_apply_kernel(
     h_ptr += b.to(tl.int64) * n * n
     t_ptr += b.to(tl.int64) * W * W
     cols = col_lo + pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    rows = c + pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     k = tl.arange(0, W)
+    v = _load_reflectors(h_ptr, rows, c, n, c, n, W)         # in flight while Y is formed
+    tile = _load_strip(h_ptr, 1.0, rows, c, n, cols, col_hi, n)
 
     # ----- Y := T^T (V^T C), float32 -----
     y_tile = y_ptr + b * stride_yb + k[:, None] * stride_yk + (cols - col_lo)[None, :]
@@ -441,8 +462,7 @@ def _wy_apply_kernel(
     y_big, y_small = _bf16_pair(tl.dot(t_trans, vtc, input_precision="ieee"))
 
     # ----- C := C - V Y -----
-    _subtract_reflected(h_ptr, h_ptr, 1.0, c + pid_m * BLOCK_M + tl.arange(0, BLOCK_M), cols, col_hi, c, n,
-                        y_big, y_small, W)
+    _subtract_reflected(h_ptr, rows, cols, col_hi, n, v, tile, y_big, y_small)
 
 
 # ---------------------------------------------------------------------------
