@@ -308,10 +308,12 @@ def _dot_3xbf16_split(a, b_big, b_small, acc):
 
 @triton.jit
 def _load_reflectors(h_ptr, rows, row_lo, row_hi, c, n, W: tl.constexpr):
-    """V[rows, 0:W] of the panel at column c (row_lo <= rows < row_hi): unit diagonal, zero above, H below.
+    """V[rows, 0:W] of the panel at column c: unit diagonal, zero above, H below.
 
     Whole rows are loaded (masked by row and by k < n only, so that they
-    load as vectors) and the triangle is selected in registers.
+    load as vectors) and the triangle is selected in registers. Rows
+    outside [row_lo, row_hi) read nothing: below the diagonal they are 0,
+    on it 1, which only ever meets C's zeros for such a row (`_load_strip`).
     """
     k = c + tl.arange(0, W)
     inside = (rows >= row_lo) & (rows < row_hi)
