@@ -330,24 +330,32 @@ def _load_strip(c_ptr, lift, rows, row_lo, row_hi, cols, col_hi, n):
 
 @triton.jit
 def _project(h_ptr, c_ptr, lift, c, row_lo, row_hi, cols, col_hi, n, W: tl.constexpr, BLOCK_M: tl.constexpr,
-             BLOCK_N: tl.constexpr):
+             BLOCK_N: tl.constexpr, LOAD_AHEAD: tl.constexpr):
     """(V^T C)^T over the rows [row_lo, row_hi): BLOCK_N x W, float32, C = lift * C_ptr[b, :, cols] (C_ptr is
     H, or the input for the first panel's update; both n x n, row-major).
 
-    Each trip loads the next row block's V and C before it multiplies the
-    current one, so a program always has one block's loads in flight (the
-    last trip's loads lie past row_hi: masked, no traffic).
+    With LOAD_AHEAD each trip loads the next row block's V and C before it
+    multiplies the current one, so that one block's loads are always in
+    flight (the last trip's loads lie past row_hi: masked, no traffic); it
+    costs the registers of a second block.
     """
     acc = tl.zeros((BLOCK_N, W), dtype=tl.float32)
-    rows = row_lo + tl.arange(0, BLOCK_M)
-    v = _load_reflectors(h_ptr, rows, row_lo, row_hi, c, n, W)
-    tile = _load_strip(c_ptr, lift, rows, row_lo, row_hi, cols, col_hi, n)
-    for r0 in range(row_lo + BLOCK_M, row_hi + BLOCK_M, BLOCK_M):
-        rows = r0 + tl.arange(0, BLOCK_M)
-        v_next = _load_reflectors(h_ptr, rows, row_lo, row_hi, c, n, W)
-        tile_next = _load_strip(c_ptr, lift, rows, row_lo, row_hi, cols, col_hi, n)
-        acc = _dot_3xbf16(tl.trans(tile), v, acc)
-        v, tile = v_next, tile_next
+    if LOAD_AHEAD:
+        rows = row_lo + tl.arange(0, BLOCK_M)
+        v = _load_reflectors(h_ptr, rows, row_lo, row_hi, c, n, W)
+        tile = _load_strip(c_ptr, lift, rows, row_lo, row_hi, cols, col_hi, n)
+        for r0 in range(row_lo + BLOCK_M, row_hi + BLOCK_M, BLOCK_M):
+            rows = r0 + tl.arange(0, BLOCK_M)
+            v_next = _load_reflectors(h_ptr, rows, row_lo, row_hi, c, n, W)
+            tile_next = _load_strip(c_ptr, lift, rows, row_lo, row_hi, cols, col_hi, n)
+            acc = _dot_3xbf16(tl.trans(tile), v, acc)
+            v, tile = v_next, tile_next
+    else:
+        for r0 in range(row_lo, row_hi, BLOCK_M):
+            rows = r0 + tl.arange(0, BLOCK_M)
+            v = _load_reflectors(h_ptr, rows, row_lo, row_hi, c, n, W)
+            tile = _load_strip(c_ptr, lift, rows, row_lo, row_hi, cols, col_hi, n)
+            acc = _dot_3xbf16(tl.trans(tile), v, acc)
     return acc
 
 
@@ -391,7 +399,7 @@ def _wy_update_kernel(
         lift = 1.0
 
     # ----- Y := T^T V^T C, float32 -----
-    acc = _project(h_ptr, c_ptr, lift, c, c, n, cols, col_hi, n, W, BLOCK_M, BLOCK_N)
+    acc = _project(h_ptr, c_ptr, lift, c, c, n, cols, col_hi, n, W, BLOCK_M, BLOCK_N, LOAD_AHEAD=True)
     t = tl.load(t_ptr + k[:, None] * W + k[None, :])
     y_big, y_small = _bf16_pair(tl.trans(tl.dot(acc, t, input_precision="ieee")))
 
@@ -426,7 +434,7 @@ def _wy_project_kernel(
     cols = col_lo + pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     row_lo = c + split * rows_per_split
     acc = _project(h_ptr, h_ptr, 1.0, c, row_lo, tl.minimum(row_lo + rows_per_split, n), cols, col_hi, n, W,
-                   BLOCK_M, BLOCK_N)
+                   BLOCK_M, BLOCK_N, LOAD_AHEAD=False)
     k = tl.arange(0, W)
     y = y_ptr + split * stride_ys + b * stride_yb + k[None, :] * stride_yk + (cols - col_lo)[:, None]
     tl.store(y, acc, mask=(cols < col_hi)[:, None])
@@ -450,10 +458,7 @@ def _wy_apply_kernel(
     h_ptr += b.to(tl.int64) * n * n
     t_ptr += b.to(tl.int64) * W * W
     cols = col_lo + pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-    rows = c + pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     k = tl.arange(0, W)
-    v = _load_reflectors(h_ptr, rows, c, n, c, n, W)         # in flight while Y is formed
-    tile = _load_strip(h_ptr, 1.0, rows, c, n, cols, col_hi, n)
 
     # ----- Y := T^T (V^T C), float32 -----
     y_tile = y_ptr + b * stride_yb + k[:, None] * stride_yk + (cols - col_lo)[None, :]
@@ -464,6 +469,9 @@ def _wy_apply_kernel(
     y_big, y_small = _bf16_pair(tl.dot(t_trans, vtc, input_precision="ieee"))
 
     # ----- C := C - V Y -----
+    rows = c + pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    v = _load_reflectors(h_ptr, rows, c, n, c, n, W)
+    tile = _load_strip(h_ptr, 1.0, rows, c, n, cols, col_hi, n)
     _subtract_reflected(h_ptr, rows, cols, col_hi, n, v, tile, y_big, y_small)
 
 
