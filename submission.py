@@ -26,8 +26,10 @@ When a whole matrix fits in shared memory the panel is the matrix itself
 the CTAs of a thread-block cluster when there are too few matrices to fill
 the GPU. The trailing update runs on tensor cores in 3xBF16: each float32
 operand is split on chip into `hi = bf16(x)` and `lo = bf16(x - hi)` and the
-product is `hi*hi + hi*lo + lo*hi` accumulated in float32 (~16 mantissa bits);
-panel factorization and `T` stay in float32.
+product is `hi*hi + hi*lo + lo*hi` accumulated in float32 (~16 mantissa bits).
+The panel factorization stays in float32; `T`'s Gram matrix V^T V runs on
+tensor cores too, from three bf16 terms per entry (~24 bits), and its
+recurrence in float32.
 
 The launch sequence of each larger (device, batch, n) is captured once in a CUDA
 graph with its own buffers; a call copies the input in, replays the graph and
@@ -465,9 +467,10 @@ if cutlass is not None:
 
     @dsl_user_op
     def _bf16_split(x0, x1, *, loc=None, ip=None):
-        """(big, middle, small): three registers of two bf16 each (x0's in the low half), with
-        x = big + middle + small exactly for finite normal x: each term is the bf16 rounding of what the
-        terms before it leave, and a remainder of the last has at most bf16's 8 significant bits."""
+        """(big, middle, small): three registers of two bf16 each (x0's in the low half), each term the
+        bf16 rounding of what the terms before it leave. What big and middle leave has at most 8
+        significant bits, so x = big + middle + small exactly for 2^-110 <= |x| < 2^128 (below, small
+        meets bf16's subnormal floor: an error under 2^-133)."""
         i32 = cutlass.Int32.mlir_type
         terms = llvm.inline_asm(
             llvm.StructType.get_literal([i32] * 3),
@@ -949,9 +952,10 @@ if cutlass is not None:
             chunk at row q, the lane of group g = lane / 4 and pair t = lane % 4 reads the 16 entries at rows
             q + 2t + (0, 1, 8, 9) and columns g + (0, 8, 16, 24), which are exactly its share of both
             mma operands: of A = V^T (m-tiles of 16 columns) and of B = V (n-tiles of 8). Each product
-            sums big x big, the four cross terms down to 2^-16 and middle x middle: float32's
-            accuracy. The warps' partial sums are added into sGram in warp order (the same bits every
-            run), and a CTA barrier ends it.
+            sums big x big, the four cross terms down to 2^-16 and middle x middle (the terms
+            dropped are below 2^-24 of |v_i| |v_j|, about float32's rounding; the tensor cores'
+            float32 accumulation is not rounded to nearest). The warps' partial sums are added
+            into sGram in warp order (the same bits every run), and a CTA barrier ends it.
             """
             W = self.width
             NW = self.threads // WARP
@@ -959,7 +963,7 @@ if cutlass is not None:
             group = lane // 4
             pair = lane % 4
             tiles = ((0, 0), (0, 1), (0, 2), (0, 3), (1, 2), (1, 3))      # (m-tile, n-tile) on or above the diagonal
-            products = ((1, 1), (0, 2), (2, 0), (0, 1), (1, 0), (0, 0))   # (split of A, of B), small to large
+            products = ((1, 1), (0, 2), (2, 0), (0, 1), (1, 0), (0, 0))   # (split of A, of B), a chunk's smallest first
             rG = cute.make_rmem_tensor(4 * len(tiles), cutlass.Float32)
             for e in cutlass.range_constexpr(4 * len(tiles)):
                 rG[e] = cutlass.Float32(0.0)
@@ -978,7 +982,8 @@ if cutlass is not None:
                     acc = [rG[4 * t], rG[4 * t + 1], rG[4 * t + 2], rG[4 * t + 3]]
                     for p in cutlass.range_constexpr(len(products)):
                         ka, kb = products[p]
-                        a = [terms[ka][0][2 * mt], terms[ka][0][2 * mt + 1], terms[ka][1][2 * mt], terms[ka][1][2 * mt + 1]]
+                        a = [terms[ka][0][2 * mt], terms[ka][0][2 * mt + 1],
+                             terms[ka][1][2 * mt], terms[ka][1][2 * mt + 1]]
                         acc = _mma_bf16(a, [terms[kb][0][nt], terms[kb][1][nt]], acc)
                     for e in cutlass.range_constexpr(4):
                         rG[4 * t + e] = acc[e]
