@@ -26,8 +26,10 @@ When a whole matrix fits in shared memory the panel is the matrix itself
 the CTAs of a thread-block cluster when there are too few matrices to fill
 the GPU. The trailing update runs on tensor cores in 3xBF16: each float32
 operand is split on chip into `hi = bf16(x)` and `lo = bf16(x - hi)` and the
-product is `hi*hi + hi*lo + lo*hi` accumulated in float32 (~16 mantissa bits);
-panel factorization and `T` stay in float32.
+product is `hi*hi + hi*lo + lo*hi` accumulated in float32 (~16 mantissa bits).
+The panel factorization stays in float32; `T`'s Gram matrix V^T V runs on
+tensor cores too, from three bf16 terms per entry (~24 bits), and its
+recurrence in float32.
 
 The launch sequence of each larger (device, batch, n) is captured once in a CUDA
 graph with its own buffers; a call copies the input in, replays the graph and
@@ -493,6 +495,39 @@ if cutlass is not None:
             f"cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes [d], [$0], {nbytes}, [m]; }}",
             "r,r,r,r", has_side_effects=True, asm_dialect=0, loc=loc, ip=ip)
 
+    @dsl_user_op
+    def _bf16_split(x0, x1, *, loc=None, ip=None):
+        """(big, middle, small): three registers of two bf16 each (x0's in the low half), each term the
+        bf16 rounding of what the terms before it leave. What big and middle leave has at most 8
+        significant bits, so x = big + middle + small exactly for 2^-110 <= |x| < 2^128 (below, small
+        meets bf16's subnormal floor: an error under 2^-133)."""
+        i32 = cutlass.Int32.mlir_type
+        terms = llvm.inline_asm(
+            llvm.StructType.get_literal([i32] * 3),
+            [cutlass.Float32(x0).ir_value(loc=loc, ip=ip), cutlass.Float32(x1).ir_value(loc=loc, ip=ip)],
+            "{ .reg .b32 t0, t1; .reg .f32 r0, r1, s0, s1; "
+            "cvt.rn.bf16x2.f32 $0, $4, $3; shl.b32 t0, $0, 16; and.b32 t1, $0, 0xffff0000; "
+            "sub.f32 r0, $3, t0; sub.f32 r1, $4, t1; "
+            "cvt.rn.bf16x2.f32 $1, r1, r0; shl.b32 t0, $1, 16; and.b32 t1, $1, 0xffff0000; "
+            "sub.f32 s0, r0, t0; sub.f32 s1, r1, t1; "
+            "cvt.rn.bf16x2.f32 $2, s1, s0; }",
+            "=&r,=&r,=&r,f,f", has_side_effects=False, asm_dialect=0, loc=loc, ip=ip)
+        return [cutlass.Int32(llvm.extractvalue(i32, terms, [k], loc=loc, ip=ip)) for k in range(3)]
+
+    @dsl_user_op
+    def _mma_bf16(a, b, acc, *, loc=None, ip=None):
+        """acc + A B by one warp-wide m16n8k16 mma.sync: a (4 registers) and b (2) hold bf16 pairs, acc (4
+        floats) the float32 accumulator, each in the PTX ISA's fragment layout for that shape."""
+        f32 = cutlass.Float32.mlir_type
+        result = llvm.inline_asm(
+            llvm.StructType.get_literal([f32] * 4),
+            [cutlass.Int32(x).ir_value(loc=loc, ip=ip) for x in (*a, *b)]
+            + [cutlass.Float32(x).ir_value(loc=loc, ip=ip) for x in acc],
+            "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+            "{$0, $1, $2, $3}, {$4, $5, $6, $7}, {$8, $9}, {$10, $11, $12, $13};",
+            "=f,=f,=f,=f,r,r,r,r,r,r,f,f,f,f", has_side_effects=False, asm_dialect=0, loc=loc, ip=ip)
+        return [cutlass.Float32(llvm.extractvalue(f32, result, [k], loc=loc, ip=ip)) for k in range(4)]
+
     class HouseholderPanel:
         """Factor columns [c, c+w) of rows [c, n) of every matrix, w = min(width, n - c).
 
@@ -734,7 +769,7 @@ if cutlass is not None:
             self._write_back(mH, sP, b, r0, nloc, c, w, lane, warp)
 
             if cutlass.const_expr(self.form_t):
-                self._form_t(sP, sTau, sGram, sT, rV, rA, mT, mScratch, b, rank, r0, nloc, c, w, tidx, lane, warp)
+                self._form_t(sP, sTau, sGram, sT, mT, mScratch, b, rank, r0, nloc, c, w, tidx, lane, warp)
 
         @cute.jit
         def _load_column(self, sP, rX, k, rlo, nloc, lane, first=0):
@@ -938,34 +973,94 @@ if cutlass is not None:
                     sP[r, j] = sP[r, j] * lift * scale
 
         @cute.jit
-        def _form_t(self, sP, sTau, sGram, sT, rV, rA, mT, mScratch, b, rank, r0, nloc, c, w, tidx, lane, warp):
+        def _gram(self, sP, sGram, r0, nloc, c, lane, warp):
+            """sGram[i, j] := (V^T V)[i, j] over this CTA's rows for the tiles on and above the diagonal
+            (i < 16 or j >= 16), from bf16 mma.sync on three-term splits of V (`_bf16_split`).
+
+            V[r, i] is 0 above row c + i, 1 on it and the panel below it (a selection: R's entries, which
+            may be inf, never meet a product). The rows go in chunks of 16 to the warps in turn; for a
+            chunk at row q, the lane of group g = lane / 4 and pair t = lane % 4 reads the 16 entries at rows
+            q + 2t + (0, 1, 8, 9) and columns g + (0, 8, 16, 24), which are exactly its share of both
+            mma operands: of A = V^T (m-tiles of 16 columns) and of B = V (n-tiles of 8). Each product
+            sums big x big, the four cross terms down to 2^-16 and middle x middle (the terms
+            dropped are below 2^-24 of |v_i| |v_j|, about float32's rounding; the tensor cores'
+            float32 accumulation is not rounded to nearest). The warps' partial sums are added
+            into sGram in warp order (the same bits every run), and a CTA barrier ends it.
+            """
+            W = self.width
+            NW = self.threads // WARP
+            assert W == 32, "the fragment mapping covers a 32 x 32 Gram matrix"
+            group = lane // 4
+            pair = lane % 4
+            tiles = ((0, 0), (0, 1), (0, 2), (0, 3), (1, 2), (1, 3))      # (m-tile, n-tile) on or above the diagonal
+            products = ((1, 1), (0, 2), (2, 0), (0, 1), (1, 0), (0, 0))   # (split of A, of B), a chunk's smallest first
+            rG = cute.make_rmem_tensor(4 * len(tiles), cutlass.Float32)
+            for e in cutlass.range_constexpr(4 * len(tiles)):
+                rG[e] = cutlass.Float32(0.0)
+            for q in cutlass.range(16 * warp, nloc, 16 * NW):
+                # terms[k][half][m]: split k of rows (q + 2t, q + 2t + 1) (half 0) or (+8, +9) (half 1), column g + 8m
+                terms = [[[None] * 4, [None] * 4] for _ in "bms"]
+                for half in cutlass.range_constexpr(2):
+                    for m in cutlass.range_constexpr(4):
+                        row = q + 2 * pair + 8 * half
+                        split = _bf16_split(self._v_entry(sP, row, group + 8 * m, r0, nloc, c),
+                                            self._v_entry(sP, row + 1, group + 8 * m, r0, nloc, c))
+                        for k in cutlass.range_constexpr(3):
+                            terms[k][half][m] = split[k]
+                for t in cutlass.range_constexpr(len(tiles)):
+                    mt, nt = tiles[t]
+                    acc = [rG[4 * t], rG[4 * t + 1], rG[4 * t + 2], rG[4 * t + 3]]
+                    for p in cutlass.range_constexpr(len(products)):
+                        ka, kb = products[p]
+                        a = [terms[ka][0][2 * mt], terms[ka][0][2 * mt + 1],
+                             terms[ka][1][2 * mt], terms[ka][1][2 * mt + 1]]
+                        acc = _mma_bf16(a, [terms[kb][0][nt], terms[kb][1][nt]], acc)
+                    for e in cutlass.range_constexpr(4):
+                        rG[4 * t + e] = acc[e]
+            for s in cutlass.range_constexpr(NW):
+                if warp == s:
+                    for t in cutlass.range_constexpr(len(tiles)):
+                        mt, nt = tiles[t]
+                        for e in cutlass.range_constexpr(4):
+                            i = 16 * mt + group + 8 * (e // 2)
+                            j = 8 * nt + 2 * pair + e % 2
+                            if cutlass.const_expr(s == 0):
+                                sGram[i, j] = rG[4 * t + e]
+                            else:
+                                sGram[i, j] = sGram[i, j] + rG[4 * t + e]
+                cute.arch.sync_threads()
+
+        @cute.jit
+        def _v_entry(self, sP, r, col, r0, nloc, c):
+            """V[r, col] of the panel in sP (local row r): 0 above the column's diagonal row c + col and at
+            rows >= nloc, 1 on it, the stored v below it."""
+            x = cutlass.Float32(0.0)
+            if r < nloc:
+                if r0 + r > c + col:
+                    x = sP[r, col]
+                if r0 + r == c + col:
+                    x = cutlass.Float32(1.0)
+            return x
+
+        @cute.jit
+        def _form_t(self, sP, sTau, sGram, sT, mT, mScratch, b, rank, r0, nloc, c, w, tidx, lane, warp):
             """T := larft(V, tau): T[i, i] = tau_i, T[i, j] = -tau_j sum_{l=i..j-1} T[i, l] (V^T V)[l, j].
 
-            A warp forms column j of the Gram matrix (j = warp, warp + NW, ...)
-            with v_j in registers; rows of T are independent, so thread i runs
-            row i's recurrence through sT (its inner loop unrolled by 4).
+            The Gram matrix V^T V comes from tensor cores (`_gram`); rows of T
+            are independent, so thread i runs row i's recurrence through sT
+            (its inner loop unrolled by 4).
             """
             W = self.width
             G = self.cluster
-            NW = self.threads // WARP
 
-            # ----- (V^T V)[i, j] for i < j over this CTA's rows (v_j is 0 above c + j, 1 on it) -----
-            for j in cutlass.range(1 + warp, w, NW):
-                d = c + j
-                rlo = cutlass.max(d - r0, 0)
-                self._load_column(sP, rV, j, rlo, nloc, lane)
-                for t in cutlass.range_constexpr(self.rows_per_lane):
-                    if r0 + lane + WARP * t == d:
-                        rV[t] = cutlass.Float32(1.0)
-                for i in cutlass.range(j):
-                    self._load_column(sP, rA, i, rlo, nloc, lane)      # not rlo = 0: 0 x an inf of R is NaN
-                    dot = self._warp_dot(rV, rA)
-                    if lane == 0:
-                        if cutlass.const_expr(G > 1):
-                            mScratch[b, rank, SLOT_GRAM + i * W + j] = dot
-                        else:
-                            sGram[i, j] = dot
+            # ----- (V^T V)[i, j] for i < j over this CTA's rows, then over the cluster's -----
+            self._gram(sP, sGram, r0, nloc, c, lane, warp)
             if cutlass.const_expr(G > 1):
+                for p in cutlass.range(tidx, W * W, self.threads):
+                    i = p // W
+                    j = p - i * W
+                    if i < j and j < w:
+                        mScratch[b, rank, SLOT_GRAM + p] = sGram[i, j]
                 self._sync()
                 for p in cutlass.range(tidx, W * W, self.threads):
                     i = p // W
@@ -975,7 +1070,7 @@ if cutlass is not None:
                         for g in cutlass.range(G):
                             total = total + mScratch[b, g, SLOT_GRAM + p]
                         sGram[i, j] = total
-            cute.arch.sync_threads()
+                cute.arch.sync_threads()
 
             # ----- row i of T, one thread per row -----
             if rank == 0:
