@@ -329,6 +329,14 @@ def _load_strip(c_ptr, lift, rows, row_lo, row_hi, cols, col_hi, n):
 
 
 @triton.jit
+def _load_block(h_ptr, c_ptr, lift, rows, row_lo, row_hi, c, cols, col_hi, n, W: tl.constexpr):
+    """V[rows] (`_load_reflectors`) and C[rows, cols] (`_load_strip`) of one row block, rows outside
+    [row_lo, row_hi) reading nothing."""
+    return (_load_reflectors(h_ptr, rows, row_lo, row_hi, c, n, W),
+            _load_strip(c_ptr, lift, rows, row_lo, row_hi, cols, col_hi, n))
+
+
+@triton.jit
 def _project(h_ptr, c_ptr, lift, c, row_lo, row_hi, cols, col_hi, n, W: tl.constexpr, BLOCK_M: tl.constexpr,
              BLOCK_N: tl.constexpr, LOAD_AHEAD: tl.constexpr):
     """(V^T C)^T over the rows [row_lo, row_hi): BLOCK_N x W, float32, C = lift * C_ptr[b, :, cols] (C_ptr is
@@ -342,19 +350,16 @@ def _project(h_ptr, c_ptr, lift, c, row_lo, row_hi, cols, col_hi, n, W: tl.const
     acc = tl.zeros((BLOCK_N, W), dtype=tl.float32)
     if LOAD_AHEAD:
         rows = row_lo + tl.arange(0, BLOCK_M)
-        v = _load_reflectors(h_ptr, rows, row_lo, row_hi, c, n, W)
-        tile = _load_strip(c_ptr, lift, rows, row_lo, row_hi, cols, col_hi, n)
+        v, tile = _load_block(h_ptr, c_ptr, lift, rows, row_lo, row_hi, c, cols, col_hi, n, W)
         for r0 in range(row_lo + BLOCK_M, row_hi + BLOCK_M, BLOCK_M):
             rows = r0 + tl.arange(0, BLOCK_M)
-            v_next = _load_reflectors(h_ptr, rows, row_lo, row_hi, c, n, W)
-            tile_next = _load_strip(c_ptr, lift, rows, row_lo, row_hi, cols, col_hi, n)
+            v_next, tile_next = _load_block(h_ptr, c_ptr, lift, rows, row_lo, row_hi, c, cols, col_hi, n, W)
             acc = _dot_3xbf16(tl.trans(tile), v, acc)
             v, tile = v_next, tile_next
     else:
         for r0 in range(row_lo, row_hi, BLOCK_M):
             rows = r0 + tl.arange(0, BLOCK_M)
-            v = _load_reflectors(h_ptr, rows, row_lo, row_hi, c, n, W)
-            tile = _load_strip(c_ptr, lift, rows, row_lo, row_hi, cols, col_hi, n)
+            v, tile = _load_block(h_ptr, c_ptr, lift, rows, row_lo, row_hi, c, cols, col_hi, n, W)
             acc = _dot_3xbf16(tl.trans(tile), v, acc)
     return acc
 
@@ -405,12 +410,10 @@ def _wy_update_kernel(
 
     # ----- C := C - V Y, from the last row block up, the block above loading meanwhile -----
     rows = c + (n - 1 - c) // BLOCK_M * BLOCK_M + tl.arange(0, BLOCK_M)
-    v = _load_reflectors(h_ptr, rows, c, n, c, n, W)
-    tile = _load_strip(c_ptr, lift, rows, c, n, cols, col_hi, n)
+    v, tile = _load_block(h_ptr, c_ptr, lift, rows, c, n, c, cols, col_hi, n, W)
     for _ in range(0, tl.cdiv(n - c, BLOCK_M)):
         rows_above = rows - BLOCK_M            # above c on the last trip: masked, no traffic
-        v_above = _load_reflectors(h_ptr, rows_above, c, n, c, n, W)
-        tile_above = _load_strip(c_ptr, lift, rows_above, c, n, cols, col_hi, n)
+        v_above, tile_above = _load_block(h_ptr, c_ptr, lift, rows_above, c, n, c, cols, col_hi, n, W)
         _subtract_reflected(h_ptr, rows, cols, col_hi, n, v, tile, y_big, y_small)
         rows, v, tile = rows_above, v_above, tile_above
 
@@ -470,8 +473,7 @@ def _wy_apply_kernel(
 
     # ----- C := C - V Y -----
     rows = c + pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    v = _load_reflectors(h_ptr, rows, c, n, c, n, W)
-    tile = _load_strip(h_ptr, 1.0, rows, c, n, cols, col_hi, n)
+    v, tile = _load_block(h_ptr, h_ptr, 1.0, rows, c, n, c, cols, col_hi, n, W)
     _subtract_reflected(h_ptr, rows, cols, col_hi, n, v, tile, y_big, y_small)
 
 
