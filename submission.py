@@ -1193,10 +1193,7 @@ if cutlass is not None:
                 parts = []
                 for m in cutlass.range_constexpr(NB):
                     if cutlass.const_expr(m != i):
-                        part = cutlass.Float32(0.0)
-                        for t in cutlass.range_constexpr(first, self.rows_per_lane):
-                            part = part + rV[t] * rCols[m][t]
-                        parts.append(part)
+                        parts.append(self._lane_dot(rV, rCols[m], first))
                 if cutlass.const_expr(NB > 1):
                     sums = self._warp_sums(parts, lane)
                     gram.append(sums[:i])
@@ -1220,6 +1217,14 @@ if cutlass is not None:
                         sT[i, m, parity] = T[m][i]
 
         @cute.jit
+        def _lane_dot(self, rX, rY, first):
+            """sum over this lane's register slots t >= first of x[t] * y[t], one FMA chain in slot order."""
+            part = cutlass.Float32(0.0)
+            for t in cutlass.range_constexpr(first, self.rows_per_lane):
+                part = part + rX[t] * rY[t]
+            return part
+
+        @cute.jit
         def _reflect_block(self, sP, rT, rBlock, rA, k, n, first, lane):
             """Warp-wide: column k -= V T^T V^T (it) for the block's V in rBlock and T in rT (rT[i * block + l]
             = T[l, i]): w = V^T a (`_warp_sums`), y = T^T w, a -= V y; register slots >= first (its rows above
@@ -1227,10 +1232,7 @@ if cutlass is not None:
             self._load_column(sP, rA, k, 0, n, lane, first)
             parts = []
             for i in cutlass.range_constexpr(self.block):
-                part = cutlass.Float32(0.0)
-                for t in cutlass.range_constexpr(first, self.rows_per_lane):
-                    part = part + rBlock[i][t] * rA[t]
-                parts.append(part)
+                parts.append(self._lane_dot(rBlock[i], rA, first))
             dots = self._warp_sums(parts, lane)
             for i in cutlass.range_constexpr(self.block):
                 y = cutlass.Float32(0.0)             # (T^T w)_i = sum over l <= i of T[l, i] w_l
