@@ -331,6 +331,14 @@ def _load_strip(c_ptr, lift, rows, row_lo, row_hi, cols, col_hi, n):
 
 
 @triton.jit
+def _load_block(h_ptr, c_ptr, lift, rows, row_lo, row_hi, c, cols, col_hi, n, W: tl.constexpr):
+    """V[rows] (`_load_reflectors`) and C[rows, cols] (`_load_strip`) of one row block, rows outside
+    [row_lo, row_hi) reading nothing."""
+    return (_load_reflectors(h_ptr, rows, row_lo, row_hi, c, n, W),
+            _load_strip(c_ptr, lift, rows, row_lo, row_hi, cols, col_hi, n))
+
+
+@triton.jit
 def _project(h_ptr, c_ptr, lift, c, row_lo, row_hi, cols, col_hi, n, W: tl.constexpr, BLOCK_M: tl.constexpr,
              BLOCK_N: tl.constexpr, LOAD_AHEAD: tl.constexpr):
     """(V^T C)^T over the rows [row_lo, row_hi): BLOCK_N x W, float32, C = lift * C_ptr[b, :, cols] (C_ptr is
@@ -344,19 +352,16 @@ def _project(h_ptr, c_ptr, lift, c, row_lo, row_hi, cols, col_hi, n, W: tl.const
     acc = tl.zeros((BLOCK_N, W), dtype=tl.float32)
     if LOAD_AHEAD:
         rows = row_lo + tl.arange(0, BLOCK_M)
-        v = _load_reflectors(h_ptr, rows, row_lo, row_hi, c, n, W)
-        tile = _load_strip(c_ptr, lift, rows, row_lo, row_hi, cols, col_hi, n)
+        v, tile = _load_block(h_ptr, c_ptr, lift, rows, row_lo, row_hi, c, cols, col_hi, n, W)
         for r0 in range(row_lo + BLOCK_M, row_hi + BLOCK_M, BLOCK_M):
             rows = r0 + tl.arange(0, BLOCK_M)
-            v_next = _load_reflectors(h_ptr, rows, row_lo, row_hi, c, n, W)
-            tile_next = _load_strip(c_ptr, lift, rows, row_lo, row_hi, cols, col_hi, n)
+            v_next, tile_next = _load_block(h_ptr, c_ptr, lift, rows, row_lo, row_hi, c, cols, col_hi, n, W)
             acc = _dot_3xbf16(tl.trans(tile), v, acc)
             v, tile = v_next, tile_next
     else:
         for r0 in range(row_lo, row_hi, BLOCK_M):
             rows = r0 + tl.arange(0, BLOCK_M)
-            v = _load_reflectors(h_ptr, rows, row_lo, row_hi, c, n, W)
-            tile = _load_strip(c_ptr, lift, rows, row_lo, row_hi, cols, col_hi, n)
+            v, tile = _load_block(h_ptr, c_ptr, lift, rows, row_lo, row_hi, c, cols, col_hi, n, W)
             acc = _dot_3xbf16(tl.trans(tile), v, acc)
     return acc
 
@@ -407,12 +412,10 @@ def _wy_update_kernel(
 
     # ----- C := C - V Y, from the last row block up, the block above loading meanwhile -----
     rows = c + (n - 1 - c) // BLOCK_M * BLOCK_M + tl.arange(0, BLOCK_M)
-    v = _load_reflectors(h_ptr, rows, c, n, c, n, W)
-    tile = _load_strip(c_ptr, lift, rows, c, n, cols, col_hi, n)
+    v, tile = _load_block(h_ptr, c_ptr, lift, rows, c, n, c, cols, col_hi, n, W)
     for _ in range(0, tl.cdiv(n - c, BLOCK_M)):
         rows_above = rows - BLOCK_M            # above c on the last trip: masked, no traffic
-        v_above = _load_reflectors(h_ptr, rows_above, c, n, c, n, W)
-        tile_above = _load_strip(c_ptr, lift, rows_above, c, n, cols, col_hi, n)
+        v_above, tile_above = _load_block(h_ptr, c_ptr, lift, rows_above, c, n, c, cols, col_hi, n, W)
         _subtract_reflected(h_ptr, rows, cols, col_hi, n, v, tile, y_big, y_small)
         rows, v, tile = rows_above, v_above, tile_above
 
@@ -472,8 +475,7 @@ def _wy_apply_kernel(
 
     # ----- C := C - V Y -----
     rows = c + pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    v = _load_reflectors(h_ptr, rows, c, n, c, n, W)
-    tile = _load_strip(h_ptr, 1.0, rows, c, n, cols, col_hi, n)
+    v, tile = _load_block(h_ptr, h_ptr, 1.0, rows, c, n, c, cols, col_hi, n, W)
     _subtract_reflected(h_ptr, rows, cols, col_hi, n, v, tile, y_big, y_small)
 
 
@@ -1286,10 +1288,7 @@ if cutlass is not None:
                 parts = []
                 for m in cutlass.range_constexpr(NB):
                     if cutlass.const_expr(m != i):
-                        part = cutlass.Float32(0.0)
-                        for t in cutlass.range_constexpr(first, self.rows_per_lane):
-                            part = part + rV[t] * rCols[m][t]
-                        parts.append(part)
+                        parts.append(self._lane_dot(rV, rCols[m], first))
                 if cutlass.const_expr(NB > 1):
                     sums = self._warp_sums(parts, lane)
                     gram.append(sums[:i])
@@ -1313,6 +1312,14 @@ if cutlass is not None:
                         sT[i, m, parity] = T[m][i]
 
         @cute.jit
+        def _lane_dot(self, rX, rY, first):
+            """sum over this lane's register slots t >= first of x[t] * y[t], one FMA chain in slot order."""
+            part = cutlass.Float32(0.0)
+            for t in cutlass.range_constexpr(first, self.rows_per_lane):
+                part = part + rX[t] * rY[t]
+            return part
+
+        @cute.jit
         def _reflect_block(self, sP, rT, rBlock, rA, k, n, first, lane):
             """Warp-wide: column k -= V T^T V^T (it) for the block's V in rBlock and T in rT (rT[i * block + l]
             = T[l, i]): w = V^T a (`_warp_sums`), y = T^T w, a -= V y; register slots >= first (its rows above
@@ -1320,10 +1327,7 @@ if cutlass is not None:
             self._load_column(sP, rA, k, 0, n, lane, first)
             parts = []
             for i in cutlass.range_constexpr(self.block):
-                part = cutlass.Float32(0.0)
-                for t in cutlass.range_constexpr(first, self.rows_per_lane):
-                    part = part + rBlock[i][t] * rA[t]
-                parts.append(part)
+                parts.append(self._lane_dot(rBlock[i], rA, first))
             dots = self._warp_sums(parts, lane)
             for i in cutlass.range_constexpr(self.block):
                 y = cutlass.Float32(0.0)             # (T^T w)_i = sum over l <= i of T[l, i] w_l

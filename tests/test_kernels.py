@@ -67,6 +67,33 @@ def test_panel_matches_geqrf_and_forms_t(batch, n, cluster, c, rows, resident):
     assert torch.allclose(t[:, :w, :w].double(), ref_t, rtol=PANEL_RTOL, atol=PANEL_RTOL)
 
 
+@pytest.mark.parametrize("resident", [True, False], ids=["resident", "streamed"])
+@pytest.mark.parametrize("batch,n,cluster,c", [(2, 512, 2, 0), (2, 600, 4, 64)])
+def test_cluster_panel_with_extreme_and_nearly_repeated_columns(batch, n, cluster, c, resident):
+    # columns that nearly repeat the one before (their norms after a reflection cancel), columns near
+    # 1e17 and 1e-19 (norms rescaled through the cluster scratch) and a zero column (tau = 0) match geqrf
+    torch.manual_seed(n + c)
+    a = torch.randn((batch, n, n), device="cuda")
+    cols = range(c, c + WIDTH)
+    for k in cols[1::4]:
+        a[:, :, k] = a[:, :, k - 1] + 1e-2 * a[:, :, k]
+    a[:, :, c + 2] *= 1e17
+    a[:, :, c + 6] *= 1e-19
+    a[:, :, c + 10] = 0.0
+    h = a.clone()
+    plan = submission.panel_plan(submission.blocked_plan(n, cluster, resident), n, c)
+    tau, t = _run_panel(h, plan, c)
+
+    ref_h, ref_tau = torch.geqrf(a[:, c:, c:c + WIDTH].double())
+    got = h[:, c:, c:c + WIDTH].double()
+    upper = torch.ones((n - c, WIDTH), dtype=torch.bool, device="cuda").triu()
+    column_size = (ref_h * upper).abs().amax(dim=(0, 1))    # R's columns keep their inputs' scales, V is ~1
+    atol = torch.where(upper, PANEL_RTOL * column_size, PANEL_RTOL)
+    assert bool(((got - ref_h).abs() <= PANEL_RTOL * ref_h.abs() + atol).all())
+    assert torch.allclose(tau[:, c:c + WIDTH].double(), ref_tau, rtol=PANEL_RTOL, atol=PANEL_RTOL)
+    assert torch.allclose(t.double(), _larft(_unit_lower(ref_h), ref_tau), rtol=PANEL_RTOL, atol=PANEL_RTOL)
+
+
 @pytest.mark.parametrize("next_panel_only", [False, True], ids=["rest", "next-panel"])
 @pytest.mark.parametrize("batch,n,c,splits,fused", [
     (3, 200, 0, 1, True), (2, 333, 64, 1, True), (3, 200, 0, 1, False), (2, 333, 64, 3, False), (1, 512, 32, 4, False),
