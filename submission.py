@@ -1048,9 +1048,9 @@ if cutlass is not None:
         def _form_t(self, sP, sTau, sGram, sT, mT, mScratch, b, rank, r0, nloc, c, w, tidx, lane, warp):
             """T := larft(V, tau): T[i, i] = tau_i, T[i, j] = -tau_j sum_{l=i..j-1} T[i, l] (V^T V)[l, j].
 
-            The Gram matrix V^T V comes from tensor cores (`_gram`); rows of T
-            are independent, so thread i runs row i's recurrence through sT
-            (its inner loop unrolled by 4).
+            The Gram matrix V^T V comes from tensor cores (`_gram`); T is then
+            built from its diagonal by log2(width) merges of block pairs
+            (`_merge_t_blocks`), each two rounds of short dots, one entry a thread.
             """
             W = self.width
             G = self.cluster
@@ -1074,21 +1074,56 @@ if cutlass is not None:
                         sGram[i, j] = total
                 cute.arch.sync_threads()
 
-            # ----- row i of T, one thread per row -----
+            # ----- T by doubling: diagonal blocks of `size` columns merged in pairs -----
             if rank == 0:
-                if tidx < w:
-                    i = tidx
-                    for j in cutlass.range(w):
-                        t = cutlass.Float32(0.0)
-                        if j == i:
+                for p in cutlass.range(tidx, W * W, self.threads):
+                    i = p // W
+                    j = p - i * W
+                    t = cutlass.Float32(0.0)
+                    if i == j:
+                        if j < w:
                             t = sTau[j]
-                        if j > i:
-                            s = cutlass.Float32(0.0)
-                            for l in cutlass.range(i, j, unroll=4):
-                                s = s + sT[l, i] * sGram[l, j]
-                            t = -sTau[j] * s
-                        sT[j, i] = t
-                        mT[b, i, j] = t
+                    sT[j, i] = t
+                cute.arch.sync_threads()
+                for level in cutlass.range_constexpr(self.width.bit_length() - 1):
+                    self._merge_t_blocks(sGram, sT, 2 ** level, w, tidx)
+                for p in cutlass.range(tidx, W * W, self.threads):
+                    i = p // W
+                    j = p - i * W
+                    if i < w:
+                        if j < w:
+                            mT[b, i, j] = sT[j, i]
+
+        @cute.jit
+        def _merge_t_blocks(self, sGram, sT, size: int, w, tidx):
+            """Every pair of diagonal blocks of T (size columns each, the first at a multiple of 2 size) made
+            one: T12 = -T11 (G12 T22) with G = V^T V, larft's recurrence for a block of columns. Y = G12 T22
+            goes to the transpose of G12's place in sGram (sGram[j, i] = Y[i, j]: the lower triangle, unused);
+            entries outside the panel's w columns stay 0 (T's there are 0, G's unset)."""
+            entries = (self.width // 2) * size         # (width / 2 size) pairs of size x size blocks
+            assert self.threads >= (self.width // 2) ** 2, "one entry of the last merge a thread"
+            e = tidx
+            pair = e // (size * size)
+            i = 2 * size * pair + (e % (size * size)) // size
+            j = 2 * size * pair + size + e % size
+            if e < entries:
+                y = cutlass.Float32(0.0)
+                if j < w:
+                    for q in cutlass.range_constexpr(size):          # Y[i, j] = sum_{l <= j} G[i, l] T[l, j]
+                        l = j - e % size + q
+                        if l <= j:
+                            y = y + sGram[i, l] * sT[j, l]
+                sGram[j, i] = y
+            cute.arch.sync_threads()
+            if e < entries:
+                t = cutlass.Float32(0.0)
+                if j < w:                                            # (i < j)
+                    for q in cutlass.range_constexpr(size):          # T12[i, j] = -sum_{l >= i} T[i, l] Y[l, j]
+                        l = i - (e % (size * size)) // size + q
+                        if l >= i:
+                            t = t - sT[l, i] * sGram[j, l]
+                sT[j, i] = t
+            cute.arch.sync_threads()
 
 
     class BlockedSquareQR(HouseholderPanel):
