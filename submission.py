@@ -1055,7 +1055,7 @@ if cutlass is not None:
             W = self.width
             G = self.cluster
 
-            # ----- (V^T V)[i, j] for i < j over this CTA's rows, then over the cluster's -----
+            # ----- (V^T V)[i, j] for i < j over this CTA's rows; a cluster's parts meet in global scratch -----
             self._gram(sP, sGram, r0, nloc, c, lane, warp)
             if cutlass.const_expr(G > 1):
                 for p in cutlass.range(tidx, W * W, self.threads):
@@ -1064,21 +1064,18 @@ if cutlass is not None:
                     if i < j and j < w:
                         mScratch[b, rank, SLOT_GRAM + p] = sGram[i, j]
                 self._sync()
-                for p in cutlass.range(tidx, W * W, self.threads):
-                    i = p // W
-                    j = p - i * W
-                    if i < j and j < w:
-                        total = cutlass.Float32(0.0)
-                        for g in cutlass.range(G):
-                            total = total + mScratch[b, g, SLOT_GRAM + p]
-                        sGram[i, j] = total
-                cute.arch.sync_threads()
 
-            # ----- T by doubling: diagonal blocks of `size` columns merged in pairs -----
+            # ----- T, by the cluster's rank 0: the Gram's sums and T's diagonal, then the merges -----
             if rank == 0:
                 for p in cutlass.range(tidx, W * W, self.threads):
                     i = p // W
                     j = p - i * W
+                    if cutlass.const_expr(G > 1):
+                        if i < j and j < w:
+                            total = cutlass.Float32(0.0)
+                            for g in cutlass.range_constexpr(G):        # G loads in flight at once
+                                total = total + mScratch[b, g, SLOT_GRAM + p]
+                            sGram[i, j] = total
                     t = cutlass.Float32(0.0)
                     if i == j:
                         if j < w:
