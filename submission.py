@@ -508,6 +508,18 @@ if cutlass is not None:
             "st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [d], $1, [m]; }",
             "r,f,r,r", has_side_effects=True, asm_dialect=0, loc=loc, ip=ip)
 
+    @dsl_user_op
+    def _wait_acquire_cluster(barrier, phase, *, loc=None, ip=None):
+        """Wait until the mbarrier at `barrier` completes the phase of parity `phase`, with acquire
+        semantics at cluster scope: peers' st.async stores (released at cluster scope by their
+        complete_tx) are visible after it."""
+        llvm.inline_asm(
+            None,
+            [barrier.toint(loc=loc, ip=ip).ir_value(), cutlass.Int32(phase).ir_value(loc=loc, ip=ip)],
+            "{ .reg .pred done; WAIT: mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 done, [$0], $1; "
+            "@!done bra WAIT; }",
+            "r,r", has_side_effects=True, asm_dialect=0, loc=loc, ip=ip)
+
     class HouseholderPanel:
         """Factor columns [c, c+w) of rows [c, n) of every matrix, w = min(width, n - c).
 
@@ -715,7 +727,7 @@ if cutlass is not None:
                         for k in cutlass.range(j + 1 + warp, w, NW):
                             self._load_column(sP, rA, k, 0, nloc, lane)
                             self._publish_dot(rV, rA, sRecvDots, sBars, j % 2, k, rank, lane)
-                    cute.arch.mbarrier_wait(sBars.iterator + 2 + j % 2, (j // 2) % 2)
+                    _wait_acquire_cluster(sBars.iterator + 2 + j % 2, (j // 2) % 2)
                 if cutlass.const_expr(self.resident):
                     for s in cutlass.range_constexpr(self.slots):
                         own = warp + NW * s
