@@ -498,6 +498,31 @@ if cutlass is not None:
             "r,r,r,r", has_side_effects=True, asm_dialect=0, loc=loc, ip=ip)
 
     @dsl_user_op
+    def _store_to_peer(dst, value, barrier, peer, *, loc=None, ip=None):
+        """Store the float `value` at the offset of `dst` in the shared memory of cluster CTA `peer`,
+        completing 4 bytes of transactions on the peer's mbarrier at the offset of `barrier` (st.async:
+        from a register, no cluster barrier, no GPU-scope fence)."""
+        llvm.inline_asm(
+            None,
+            [dst.toint(loc=loc, ip=ip).ir_value(), cutlass.Float32(value).ir_value(loc=loc, ip=ip),
+             barrier.toint(loc=loc, ip=ip).ir_value(), cutlass.Int32(peer).ir_value(loc=loc, ip=ip)],
+            "{ .reg .b32 d, m; mapa.shared::cluster.u32 d, $0, $3; mapa.shared::cluster.u32 m, $2, $3; "
+            "st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [d], $1, [m]; }",
+            "r,f,r,r", has_side_effects=True, asm_dialect=0, loc=loc, ip=ip)
+
+    @dsl_user_op
+    def _wait_acquire_cluster(barrier, phase, *, loc=None, ip=None):
+        """Wait until the mbarrier at `barrier` completes the phase of parity `phase`, with acquire
+        semantics at cluster scope: peers' st.async stores (released at cluster scope by their
+        complete_tx) are visible after it."""
+        llvm.inline_asm(
+            None,
+            [barrier.toint(loc=loc, ip=ip).ir_value(), cutlass.Int32(phase).ir_value(loc=loc, ip=ip)],
+            "{ .reg .pred done; WAIT: mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 done, [$0], $1; "
+            "@!done bra WAIT; }",
+            "r,r", has_side_effects=True, asm_dialect=0, loc=loc, ip=ip)
+
+    @dsl_user_op
     def _bf16_split(x0, x1, *, loc=None, ip=None):
         """(big, middle, small): three registers of two bf16 each (x0's in the low half), each term the
         bf16 rounding of what the terms before it leave. What big and middle leave has at most 8
@@ -551,16 +576,19 @@ if cutlass is not None:
         pivot; otherwise at step j it takes columns j+1+i, j+1+i+NW, ... and
         pays one shared-memory load and store per element. Whoever updates
         column j+1 sums its next |x|^2 from registers, so a column costs one
-        barrier: `sync_threads` for one CTA. When rows are split, each CTA
-        pushes its partial dot products, and later its part of the next
-        |x|^2, |x|_inf and alpha, into every CTA's shared memory with bulk
-        copies that complete transactions on the receiver's mbarrier; a CTA
-        waits on its own mbarriers (no cluster barrier and no GPU-scope fence
-        per column). The buffers alternate by column parity, and every lane
-        sums the dots it needs straight from the receive buffer: a CTA
-        pushes column j + 2's dots only after every CTA published column
-        j + 2's norms, which each does in column j + 1, after the barrier
-        that ends column j (so after all its warps read column j's dots).
+        barrier: `sync_threads` for one CTA. When rows are split, each warp
+        stores its partial dot products into every CTA's shared memory as
+        soon as it has them (st.async, lane g to CTA g), and the warp of
+        column j+1 pushes this CTA's part of its |x|^2, |x|_inf and alpha
+        with bulk copies; both complete transactions on the receiver's
+        mbarrier, and a CTA waits on its own mbarriers (no cluster barrier,
+        no GPU-scope fence and no CTA barrier between a column's dots and
+        its reflection). The buffers alternate by column parity, and every
+        lane sums the dots it needs straight from the receive buffer: a warp
+        stores column j + 2's dots only after its CTA received column
+        j + 2's norms from every CTA, which each sends in column j + 1, after
+        the barrier that ends column j (so after all its warps read column
+        j's dots).
         A cluster panel ends with the cluster barrier of T's Gram exchange,
         after every CTA's last wait, so no CTA exits while a peer's copy may
         still read its shared memory.
@@ -644,11 +672,10 @@ if cutlass is not None:
                 sT = smem.allocate_tensor(cutlass.Float32, cute.make_layout((W, W)), 16)  # sT[l, i] = T[i, l]
             # cluster exchange, by column parity: |x|^2, |x|_inf, alpha (+ pad) and the dot products,
             # this CTA's (send) and every CTA's (recv); mbarriers [next of parity 0, 1, dots of parity 0, 1]
-            sSendNext, sRecvNext, sSendDots, sRecvDots, sBars = sNext, sNext, sNext, sNext, sNext  # one CTA: unused
+            sSendNext, sRecvNext, sRecvDots, sBars = sNext, sNext, sNext, sNext      # one CTA: unused
             if cutlass.const_expr(G > 1):
                 sSendNext = smem.allocate_tensor(cutlass.Float32, cute.make_layout((4, 2)), 16)
                 sRecvNext = smem.allocate_tensor(cutlass.Float32, cute.make_layout((4, G, 2)), 16)
-                sSendDots = smem.allocate_tensor(cutlass.Float32, cute.make_layout((W, 2)), 16)
                 sRecvDots = smem.allocate_tensor(cutlass.Float32, cute.make_layout((W, G, 2)), 16)
                 sBars = smem.allocate_tensor(cutlass.Int64, cute.make_layout(4), 8)
                 if tidx == 0:
@@ -704,7 +731,7 @@ if cutlass is not None:
                         xmax = cute.arch.fmax(xmax, sRecvNext[1, g, q])
                     alpha = sRecvNext[2, owner, q]
                     if tidx == 0:           # this column's dots and the next column's norms (previous phases done)
-                        cute.arch.mbarrier_arrive_and_expect_tx(sBars.iterator + 2 + q, G * W * 4)
+                        cute.arch.mbarrier_arrive_and_expect_tx(sBars.iterator + 2 + q, G * (w - 1 - j) * 4)
                         if j + 1 < w:
                             cute.arch.mbarrier_arrive_and_expect_tx(sBars.iterator + 1 - q, G * 16)
                 else:
@@ -730,19 +757,12 @@ if cutlass is not None:
                             own = warp + NW * s
                             if own > j:
                                 if own < w:
-                                    self._publish_dot(rV, rCols[s], sSendDots, j % 2, own, lane)
+                                    self._publish_dot(rV, rCols[s], sRecvDots, sBars, j % 2, own, rank, lane)
                     else:
                         for k in cutlass.range(j + 1 + warp, w, NW):
                             self._load_column(sP, rA, k, 0, nloc, lane)
-                            self._publish_dot(rV, rA, sSendDots, j % 2, k, lane)
-                    cute.arch.fence_view_async_shared()      # the dots are read by the bulk copies
-                    cute.arch.sync_threads()
-                    if tidx == 0:
-                        for g in cutlass.range_constexpr(G):
-                            _push_to_peer(sSendDots.iterator + W * (j % 2),
-                                          sRecvDots.iterator + W * rank + W * G * (j % 2),
-                                          sBars.iterator + 2 + j % 2, g, W * 4)
-                    cute.arch.mbarrier_wait(sBars.iterator + 2 + j % 2, (j // 2) % 2)
+                            self._publish_dot(rV, rA, sRecvDots, sBars, j % 2, k, rank, lane)
+                    _wait_acquire_cluster(sBars.iterator + 2 + j % 2, (j // 2) % 2)
                 if cutlass.const_expr(self.resident):
                     for s in cutlass.range_constexpr(self.slots):
                         own = warp + NW * s
@@ -806,11 +826,13 @@ if cutlass is not None:
             return nloc if WARP * (t + 1) > self.ld else self.ld
 
         @cute.jit
-        def _publish_dot(self, rV, rX, sSendDots, parity, k, lane):
-            """This CTA's part of v^T A[:, k] into its send buffer of the column's parity."""
+        def _publish_dot(self, rV, rX, sRecvDots, sBars, parity, k, rank, lane):
+            """This CTA's part of v^T A[:, k] stored into every cluster CTA's receive buffer of the column's
+            parity, lane g to CTA g (the butterfly sum leaves the same bits in every lane)."""
             dot = self._warp_dot(rV, rX)
-            if lane == 0:
-                sSendDots[k, parity] = dot
+            if lane < self.cluster:
+                _store_to_peer(sRecvDots.iterator + k + self.width * rank + self.width * self.cluster * parity,
+                               dot, sBars.iterator + 2 + parity, lane)
 
         @cute.jit
         def _reflect(self, rV, rX, tau, sRecvDots, parity, k):
@@ -1410,9 +1432,9 @@ def scratch_slots(width: int) -> int:
 
 
 def exchange_floats(width: int, cluster: int) -> int:
-    """Floats of a cluster CTA's per-column exchange buffers (two parities of its own and of every
+    """Floats of a cluster CTA's per-column exchange buffers (two parities of its own norms and of every
     CTA's norms and dot products); none for one CTA."""
-    return 0 if cluster == 1 else 2 * (4 + width) * (cluster + 1)
+    return 0 if cluster == 1 else 2 * (4 * (cluster + 1) + width * cluster)
 
 
 def panel_smem_bytes(rows: int, width: int, form_t: bool, cluster: int = 1) -> int:
