@@ -55,7 +55,7 @@ def launch_us(fn, args: tuple, reset) -> float:
 def main() -> int:
     for batch, n, cluster in SHAPES:
         for threads in ((128, 256, 512) if cluster == 1 else (256, 512)):
-            for form_t in (True, False):
+            for form_t in ((True, False) if cluster == 1 else (True,)):     # a cluster panel forms T
                 at = [panel_us(batch, n, cluster, threads, form_t, c) for c in (0, n // 2)]
                 print(f"{batch}x{n} G={cluster} threads={threads} form_t={form_t}: "
                       f"c=0 {at[0]:8.1f} us  c=n/2 {at[1]:8.1f} us", flush=True)
