@@ -590,8 +590,8 @@ if cutlass is not None:
         the barrier that ends column j (so after all its warps read column
         j's dots).
         A cluster panel ends with the cluster barrier of T's Gram exchange,
-        after every CTA's last wait, so no CTA exits while a peer's copy may
-        still read its shared memory.
+        after every CTA's last wait, so no CTA exits while a peer may still
+        copy from or store into its shared memory.
 
         Column j's tail keeps its raw x while column j is read as v; it is
         scaled into v (and beta stored on its diagonal) during column j+1.
@@ -671,8 +671,8 @@ if cutlass is not None:
             if cutlass.const_expr(self.form_t):
                 sGram = smem.allocate_tensor(cutlass.Float32, cute.make_layout((W, W)), 16)
                 sT = smem.allocate_tensor(cutlass.Float32, cute.make_layout((W, W)), 16)  # sT[l, i] = T[i, l]
-            # cluster exchange, by column parity: |x|^2, |x|_inf, alpha (+ pad) and the dot products,
-            # this CTA's (send) and every CTA's (recv); mbarriers [next of parity 0, 1, dots of parity 0, 1]
+            # cluster exchange, by column parity: |x|^2, |x|_inf, alpha (+ pad), this CTA's (send) and every
+            # CTA's (recv), and every CTA's dot products; mbarriers [next of parity 0, 1, dots of parity 0, 1]
             sSendNext, sRecvNext, sRecvDots, sBars = sNext, sNext, sNext, sNext      # one CTA: unused
             if cutlass.const_expr(G > 1):
                 sSendNext = smem.allocate_tensor(cutlass.Float32, cute.make_layout((4, 2)), 16)
