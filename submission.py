@@ -485,23 +485,11 @@ def _wy_apply_kernel(
 if cutlass is not None:
 
     @dsl_user_op
-    def _push_to_peer(src, dst, barrier, peer, nbytes: int, *, loc=None, ip=None):
-        """Copy nbytes (a multiple of 16) of this CTA's shared memory at `src` to the offset of `dst` in the
-        shared memory of cluster CTA `peer`, completing nbytes of transactions on the peer's mbarrier at
-        the offset of `barrier` (cp.async.bulk: no cluster barrier, no GPU-scope fence)."""
-        llvm.inline_asm(
-            None,
-            [src.toint(loc=loc, ip=ip).ir_value(), dst.toint(loc=loc, ip=ip).ir_value(),
-             barrier.toint(loc=loc, ip=ip).ir_value(), cutlass.Int32(peer).ir_value(loc=loc, ip=ip)],
-            "{ .reg .b32 d, m; mapa.shared::cluster.u32 d, $1, $3; mapa.shared::cluster.u32 m, $2, $3; "
-            f"cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes [d], [$0], {nbytes}, [m]; }}",
-            "r,r,r,r", has_side_effects=True, asm_dialect=0, loc=loc, ip=ip)
-
-    @dsl_user_op
     def _store_to_peer(dst, value, barrier, peer, *, loc=None, ip=None):
         """Store the float `value` at the offset of `dst` in the shared memory of cluster CTA `peer`,
         completing 4 bytes of transactions on the peer's mbarrier at the offset of `barrier` (st.async:
-        from a register, no cluster barrier, no GPU-scope fence)."""
+        from a register, no cluster barrier, no GPU-scope fence; the receiver waits with
+        `_wait_acquire_cluster`)."""
         llvm.inline_asm(
             None,
             [dst.toint(loc=loc, ip=ip).ir_value(), cutlass.Float32(value).ir_value(loc=loc, ip=ip),
@@ -509,6 +497,18 @@ if cutlass is not None:
             "{ .reg .b32 d, m; mapa.shared::cluster.u32 d, $0, $3; mapa.shared::cluster.u32 m, $2, $3; "
             "st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [d], $1, [m]; }",
             "r,f,r,r", has_side_effects=True, asm_dialect=0, loc=loc, ip=ip)
+
+    @dsl_user_op
+    def _store4_to_peer(dst, values, barrier, peer, *, loc=None, ip=None):
+        """`_store_to_peer` of four floats at once (16 bytes, `dst` 16-byte aligned)."""
+        llvm.inline_asm(
+            None,
+            [dst.toint(loc=loc, ip=ip).ir_value()]
+            + [cutlass.Float32(x).ir_value(loc=loc, ip=ip) for x in values]
+            + [barrier.toint(loc=loc, ip=ip).ir_value(), cutlass.Int32(peer).ir_value(loc=loc, ip=ip)],
+            "{ .reg .b32 d, m; mapa.shared::cluster.u32 d, $0, $6; mapa.shared::cluster.u32 m, $5, $6; "
+            "st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.b32 [d], {$1, $2, $3, $4}, [m]; }",
+            "r,f,f,f,f,r,r", has_side_effects=True, asm_dialect=0, loc=loc, ip=ip)
 
     @dsl_user_op
     def _wait_acquire_cluster(barrier, phase, *, loc=None, ip=None):
@@ -578,9 +578,9 @@ if cutlass is not None:
         column j+1 sums its next |x|^2 from registers, so a column costs one
         barrier: `sync_threads` for one CTA. When rows are split, each warp
         stores its partial dot products into every CTA's shared memory as
-        soon as it has them (st.async, lane g to CTA g), and the warp of
-        column j+1 pushes this CTA's part of its |x|^2, |x|_inf and alpha
-        with bulk copies; both complete transactions on the receiver's
+        soon as it has them, and the warp of column j+1 its CTA's part of
+        that column's |x|^2, |x|_inf and alpha (st.async from registers, lane
+        g to CTA g); the stores complete transactions on the receiver's
         mbarrier, and a CTA waits on its own mbarriers (no cluster barrier,
         no GPU-scope fence and no CTA barrier between a column's dots and
         its reflection). The buffers alternate by column parity, and every
@@ -591,7 +591,7 @@ if cutlass is not None:
         j's dots).
         A cluster panel ends with the cluster barrier of T's Gram exchange,
         after every CTA's last wait, so no CTA exits while a peer may still
-        copy from or store into its shared memory.
+        store into its shared memory.
 
         Column j's tail keeps its raw x while column j is read as v; it is
         scaled into v (and beta stored on its diagonal) during column j+1.
@@ -671,11 +671,10 @@ if cutlass is not None:
             if cutlass.const_expr(self.form_t):
                 sGram = smem.allocate_tensor(cutlass.Float32, cute.make_layout((W, W)), 16)
                 sT = smem.allocate_tensor(cutlass.Float32, cute.make_layout((W, W)), 16)  # sT[l, i] = T[i, l]
-            # cluster exchange, by column parity: |x|^2, |x|_inf, alpha (+ pad), this CTA's (send) and every
-            # CTA's (recv), and every CTA's dot products; mbarriers [next of parity 0, 1, dots of parity 0, 1]
-            sSendNext, sRecvNext, sRecvDots, sBars = sNext, sNext, sNext, sNext      # one CTA: unused
+            # cluster exchange, by column parity: every CTA's |x|^2, |x|_inf, alpha (+ pad) and dot products;
+            # mbarriers [next of parity 0, 1, dots of parity 0, 1]
+            sRecvNext, sRecvDots, sBars = sNext, sNext, sNext          # one CTA: unused
             if cutlass.const_expr(G > 1):
-                sSendNext = smem.allocate_tensor(cutlass.Float32, cute.make_layout((4, 2)), 16)
                 sRecvNext = smem.allocate_tensor(cutlass.Float32, cute.make_layout((4, G, 2)), 16)
                 sRecvDots = smem.allocate_tensor(cutlass.Float32, cute.make_layout((W, G, 2)), 16)
                 sBars = smem.allocate_tensor(cutlass.Int64, cute.make_layout(4), 8)
@@ -686,7 +685,7 @@ if cutlass is not None:
                     cute.arch.mbarrier_arrive_and_expect_tx(sBars.iterator, G * 16)     # column 0's norms
 
             self._stage(mA, sP, b, r0, nloc, c, w, lane, warp)
-            self._sync()                # a cluster's mbarriers are initialized before any CTA pushes
+            self._sync()                # a cluster's mbarriers are initialized before any CTA stores into another
 
             rV = cute.make_rmem_tensor(self.rows_per_lane, cutlass.Float32)   # v of column j
             rA = cute.make_rmem_tensor(self.rows_per_lane, cutlass.Float32)   # the column being updated
@@ -700,7 +699,7 @@ if cutlass is not None:
             # ----- publish |x|^2 and alpha of column 0 -----
             if warp == 0:
                 self._load_column(sP, rA, 0, cutlass.max(c - r0, 0), nloc, lane)
-                self._publish_next(rA, sNext, sSendNext, sRecvNext, sBars, rank, r0, nloc, c, 0, lane)
+                self._publish_next(rA, sNext, sRecvNext, sBars, rank, r0, nloc, c, 0, lane)
             cute.arch.sync_threads()
 
             beta_prev = cutlass.Float32(0.0)
@@ -726,7 +725,7 @@ if cutlass is not None:
                 if cutlass.const_expr(G > 1):
                     q = j % 2
                     owner = (d - c) // chunk                    # the CTA holding row d (before the wait)
-                    cute.arch.mbarrier_wait(sBars.iterator + q, (j // 2) % 2)
+                    _wait_acquire_cluster(sBars.iterator + q, (j // 2) % 2)
                     for g in cutlass.range_constexpr(G):
                         xnorm2 = xnorm2 + sRecvNext[0, g, q]
                         xmax = cute.arch.fmax(xmax, sRecvNext[1, g, q])
@@ -772,7 +771,7 @@ if cutlass is not None:
                                 self._reflect(rV, rCols[s], tau, sRecvDots, j % 2, own)
                                 if own == j + 1:
                                     self._store_column(sP, rCols[s], own, 0, nloc, lane)
-                                    self._publish_next(rCols[s], sNext, sSendNext, sRecvNext, sBars, rank, r0,
+                                    self._publish_next(rCols[s], sNext, sRecvNext, sBars, rank, r0,
                                                        nloc, c, own, lane)
                 else:
                     for k in cutlass.range(j + 1 + warp, w, NW, unroll=2):
@@ -780,7 +779,7 @@ if cutlass is not None:
                         self._reflect(rV, rA, tau, sRecvDots, j % 2, k)
                         self._store_column(sP, rA, k, 0, nloc, lane)
                         if k == j + 1:
-                            self._publish_next(rA, sNext, sSendNext, sRecvNext, sBars, rank, r0, nloc, c, k, lane)
+                            self._publish_next(rA, sNext, sRecvNext, sBars, rank, r0, nloc, c, k, lane)
                 cute.arch.sync_threads()        # a cluster's CTAs meet at the next column's mbarrier wait
                 beta_prev = beta
                 lift_prev = lift
@@ -867,12 +866,13 @@ if cutlass is not None:
             return chains[0]
 
         @cute.jit
-        def _publish_next(self, rA, sNext, sSendNext, sRecvNext, sBars, rank, r0, nloc, c, k, lane):
+        def _publish_next(self, rA, sNext, sRecvNext, sBars, rank, r0, nloc, c, k, lane):
             """Warp-wide, from rA = column k: publish this CTA's part of |A[c+k+1:, k]|^2 and
-            of its largest magnitude, and alpha = A[c+k, k] (a cluster: pushed to every CTA)."""
+            of its largest magnitude, and alpha = A[c+k, k] (a cluster: stored into every CTA)."""
             d = c + k
             partials = [cutlass.Float32(0.0)] * min(DOT_CHAINS, self.rows_per_lane)
             largests = list(partials)
+            alpha = cutlass.Float32(0.0)        # on the lane that holds row d
             for t in cutlass.range_constexpr(self.rows_per_lane):
                 r = lane + WARP * t
                 x = cutlass.Float32(0.0)
@@ -884,22 +884,17 @@ if cutlass is not None:
                 if r0 + r == d:
                     if r < nloc:
                         if cutlass.const_expr(self.cluster > 1):
-                            sSendNext[2, k % 2] = rA[t]
+                            alpha = rA[t]
                         else:
                             sNext[3 * (k % 2) + 1] = rA[t]
             partial = cute.arch.warp_reduction_sum(self._combine(partials, operator.add))
             largest = cute.arch.warp_reduction_max(self._combine(largests, cute.arch.fmax))
             if cutlass.const_expr(self.cluster > 1):
-                if lane == 0:
-                    sSendNext[0, k % 2] = partial
-                    sSendNext[1, k % 2] = largest
-                cute.arch.fence_view_async_shared()
-                cute.arch.sync_warp()
-                if lane == 0:
-                    for g in cutlass.range_constexpr(self.cluster):
-                        _push_to_peer(sSendNext.iterator + 4 * (k % 2),
-                                      sRecvNext.iterator + 4 * rank + 4 * self.cluster * (k % 2),
-                                      sBars.iterator + k % 2, g, 16)
+                # alpha from its lane (read only from the CTA that holds row d); lane g stores to CTA g
+                alpha = cute.arch.shuffle_sync(alpha, (d - r0) & (WARP - 1))
+                if lane < self.cluster:
+                    _store4_to_peer(sRecvNext.iterator + 4 * rank + 4 * self.cluster * (k % 2),
+                                    (partial, largest, alpha, cutlass.Float32(0.0)), sBars.iterator + k % 2, lane)
             elif lane == 0:
                 sNext[3 * (k % 2)] = partial
                 sNext[3 * (k % 2) + 2] = largest
@@ -1433,9 +1428,9 @@ def scratch_slots(width: int) -> int:
 
 
 def exchange_floats(width: int, cluster: int) -> int:
-    """Floats of a cluster CTA's per-column exchange buffers (two parities of its own norms and of every
-    CTA's norms and dot products); none for one CTA."""
-    return 0 if cluster == 1 else 2 * (4 * (cluster + 1) + width * cluster)
+    """Floats of a cluster CTA's per-column exchange buffers (two parities of every CTA's norms and dot
+    products); none for one CTA."""
+    return 0 if cluster == 1 else 2 * (4 + width) * cluster
 
 
 def panel_smem_bytes(rows: int, width: int, form_t: bool, cluster: int = 1) -> int:
