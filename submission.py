@@ -485,30 +485,23 @@ def _wy_apply_kernel(
 if cutlass is not None:
 
     @dsl_user_op
-    def _store_to_peer(dst, value, barrier, peer, *, loc=None, ip=None):
-        """Store the float `value` at the offset of `dst` in the shared memory of cluster CTA `peer`,
-        completing 4 bytes of transactions on the peer's mbarrier at the offset of `barrier` (st.async:
-        from a register, no cluster barrier, no GPU-scope fence; the receiver waits with
-        `_wait_acquire_cluster`)."""
-        llvm.inline_asm(
-            None,
-            [dst.toint(loc=loc, ip=ip).ir_value(), cutlass.Float32(value).ir_value(loc=loc, ip=ip),
-             barrier.toint(loc=loc, ip=ip).ir_value(), cutlass.Int32(peer).ir_value(loc=loc, ip=ip)],
-            "{ .reg .b32 d, m; mapa.shared::cluster.u32 d, $0, $3; mapa.shared::cluster.u32 m, $2, $3; "
-            "st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [d], $1, [m]; }",
-            "r,f,r,r", has_side_effects=True, asm_dialect=0, loc=loc, ip=ip)
-
-    @dsl_user_op
-    def _store4_to_peer(dst, values, barrier, peer, *, loc=None, ip=None):
-        """`_store_to_peer` of four floats at once (16 bytes, `dst` 16-byte aligned)."""
+    def _store_to_peer(dst, values, barrier, peer, *, loc=None, ip=None):
+        """Store the floats `values` (1, 2 or 4; `dst` aligned to their size) at the offset of `dst` in the
+        shared memory of cluster CTA `peer`, completing their bytes of transactions on the peer's mbarrier
+        at the offset of `barrier` (st.async from registers: no cluster barrier, no GPU-scope fence; the
+        receiver waits with `_wait_acquire_cluster`)."""
+        count = len(values)
+        data = ", ".join(f"${1 + i}" for i in range(count))
+        data, vector = (data, "") if count == 1 else ("{" + data + "}", f".v{count}")
         llvm.inline_asm(
             None,
             [dst.toint(loc=loc, ip=ip).ir_value()]
             + [cutlass.Float32(x).ir_value(loc=loc, ip=ip) for x in values]
             + [barrier.toint(loc=loc, ip=ip).ir_value(), cutlass.Int32(peer).ir_value(loc=loc, ip=ip)],
-            "{ .reg .b32 d, m; mapa.shared::cluster.u32 d, $0, $6; mapa.shared::cluster.u32 m, $5, $6; "
-            "st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.b32 [d], {$1, $2, $3, $4}, [m]; }",
-            "r,f,f,f,f,r,r", has_side_effects=True, asm_dialect=0, loc=loc, ip=ip)
+            f"{{ .reg .b32 d, m; mapa.shared::cluster.u32 d, $0, ${count + 2}; "
+            f"mapa.shared::cluster.u32 m, ${count + 1}, ${count + 2}; "
+            f"st.async.shared::cluster.mbarrier::complete_tx::bytes{vector}.b32 [d], {data}, [m]; }}",
+            "r," + "f," * count + "r,r", has_side_effects=True, asm_dialect=0, loc=loc, ip=ip)
 
     @dsl_user_op
     def _wait_acquire_cluster(barrier, phase, *, loc=None, ip=None):
@@ -832,7 +825,7 @@ if cutlass is not None:
             dot = self._warp_dot(rV, rX)
             if lane < self.cluster:
                 _store_to_peer(sRecvDots.iterator + k + self.width * rank + self.width * self.cluster * parity,
-                               dot, sBars.iterator + 2 + parity, lane)
+                               (dot,), sBars.iterator + 2 + parity, lane)
 
         @cute.jit
         def _reflect(self, rV, rX, tau, sRecvDots, parity, k):
@@ -893,8 +886,8 @@ if cutlass is not None:
                 # alpha from its lane (read only from the CTA that holds row d); lane g stores to CTA g
                 alpha = cute.arch.shuffle_sync(alpha, (d - r0) & (WARP - 1))
                 if lane < self.cluster:
-                    _store4_to_peer(sRecvNext.iterator + 4 * rank + 4 * self.cluster * (k % 2),
-                                    (partial, largest, alpha, cutlass.Float32(0.0)), sBars.iterator + k % 2, lane)
+                    _store_to_peer(sRecvNext.iterator + 4 * rank + 4 * self.cluster * (k % 2),
+                                   (partial, largest, alpha, cutlass.Float32(0.0)), sBars.iterator + k % 2, lane)
             elif lane == 0:
                 sNext[3 * (k % 2)] = partial
                 sNext[3 * (k % 2) + 2] = largest
