@@ -5,7 +5,9 @@
 For each (batch, n) and thread count: LAUNCHES back-to-back launches of the
 compiled kernel, captured in a CUDA graph so that no host time is measured,
 replayed between CUDA events; prints the time per launch. Each launch
-re-factors the previous launch's output, which costs the same work.
+re-factors the previous launch's output, which is not the same work as an
+input: at 40x176 such repeats took ~13% less time than a launch on an input
+(`bench/calls.py`), so compare thread counts with it, not absolute times.
 """
 import sys
 from pathlib import Path
