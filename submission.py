@@ -34,10 +34,11 @@ recurrence in float32.
 The launch sequence of each larger (device, batch, n) is captured once in a CUDA
 graph with its own buffers; a call copies the input in, replays the graph and
 returns copies of the outputs, so host time does not grow with the number of
-panels. Shapes whose panels' GPU time hides their launches (640x512) launch
-eagerly into fresh outputs instead; from a contiguous input they copy only the
-first panel's columns, and the first trailing update reads the others from the
-input.
+panels. Shapes whose kernels' GPU time hides their launches (640x512, and
+square plans from n = 128 such as 40x176) launch eagerly into fresh outputs
+instead; from a contiguous input a square kernel reads the input itself, and
+blocked plans copy only the first panel's columns, the first trailing update
+reading the others from the input.
 
 Which path serves `(batch, n)` depends on the shape and the device only, never
 on the values. Every launch goes to `torch.cuda.current_stream()`, the input is
@@ -66,7 +67,7 @@ try:
     import cuda.bindings.driver as cuda
     import cutlass
     import cutlass.cute as cute
-    from cutlass.cute.runtime import from_dlpack
+    from cutlass.cute.runtime import from_dlpack, make_ptr
     from cutlass._mlir.dialects import llvm
     from cutlass.cutlass_dsl import dsl_user_op
     from cutlass.utils import SmemAllocator
@@ -124,6 +125,10 @@ CAPTURE_ATTEMPTS = 3        # graph captures tried per shape before it stays on 
 # saving the graph's copies out where a panel's GPU time hides its launches' host time
 # (640x512, 42 MB a panel: 6.70 -> 6.54 ms; 60x1024, 8 MB a panel, host-bound: 5.61 -> 9.88 ms)
 EAGER_MIN_PANEL_BYTES = 16 << 20
+# square plans from this n launch eagerly too, by raw pointers: the kernel reads a contiguous input itself
+# and writes fresh outputs, which saves the graph's copy in and copies out (~10 us of GPU time at 40x176)
+# where the kernel's GPU time hides the launch's host time
+SQUARE_EAGER_MIN_N = 128
 # |x|_2 is summed as is while max(|alpha|, |x|_inf) lies in this range (squares of up to
 # MAX_CLUSTER * PANEL_MAX_ROWS entries neither overflow nor lose bits to underflow), else
 # rescaled by it as LAPACK's nrm2 does
@@ -1380,6 +1385,25 @@ if cutlass is not None:
                     rA[t] = rA[t] - y * rBlock[i][t]
             self._store_column(sP, rA, k, 0, n, lane, first)
 
+    class SquareByPointers:
+        """A square plan's kernel on a contiguous batch x n x n input and output and a batch x n tau, given as
+        raw pointers: a call then builds three `make_ptr` (~1 us each on the host) instead of three DLPack
+        views (~8 us each). Offsets are 64-bit; the kernel reads no T or cluster scratch."""
+
+        def __init__(self, panel):
+            self.panel = panel
+
+        @cute.jit
+        def __call__(self, pA: cute.Pointer, pH: cute.Pointer, pTau: cute.Pointer, batch: cutlass.Int32,
+                     n: cutlass.Int32, stream: cuda.CUstream):
+            n64 = cutlass.Int64(n)
+            matrices = cute.make_layout((batch, n, n), stride=(n64 * n64, n64, 1))
+            mTau = cute.make_tensor(pTau, cute.make_layout((batch, n), stride=(n64, 1)))
+            unused = cute.make_tensor(pTau, cute.make_layout((batch, 1, 1), stride=(n64, 1, 1)))
+            self.panel.kernel(cute.make_tensor(pA, matrices), cute.make_tensor(pH, matrices), mTau, unused, unused,
+                              cutlass.Int32(0)).launch(grid=(batch, 1, 1), block=(self.panel.threads, 1, 1),
+                                                       stream=stream)
+
 # ---------------------------------------------------------------------------
 # Plans: which kernels serve (batch, n) on this device
 # ---------------------------------------------------------------------------
@@ -1409,9 +1433,12 @@ def columns_fit_registers(rows: int, width: int, threads: int) -> bool:
 
 
 def launches_eagerly(batch: int, n: int, plan: Plan) -> bool:
-    """Whether a blocked plan holds at least EAGER_MIN_PANEL_BYTES of matrices per panel, so that a panel's
-    GPU time hides its launches' host time and a call can launch into fresh outputs instead of a graph."""
-    return not plan.square and batch * n * n * 4 >= EAGER_MIN_PANEL_BYTES * -(-n // plan.width)
+    """Whether calls launch into fresh outputs instead of replaying a graph: a square plan from
+    SQUARE_EAGER_MIN_N, or a blocked plan with at least EAGER_MIN_PANEL_BYTES of matrices per panel, so
+    that the kernels' GPU time hides their launches' host time."""
+    if plan.square:
+        return n >= SQUARE_EAGER_MIN_N
+    return batch * n * n * 4 >= EAGER_MIN_PANEL_BYTES * -(-n // plan.width)
 
 
 def scratch_slots(width: int) -> int:
@@ -1505,15 +1532,24 @@ def _cute_tensor(t: torch.Tensor):
     return from_dlpack(t, assumed_align=16).mark_layout_dynamic(leading_dim=t.dim() - 1)
 
 
-def _panel_kernel(plan: Plan, args: tuple):
-    fn = _COMPILED.get(plan)
+def _square_pointer_args(a: torch.Tensor, h: torch.Tensor, tau: torch.Tensor, stream) -> tuple:
+    """SquareByPointers' arguments: read a, write h and tau (all contiguous float32)."""
+    batch, n, _ = h.shape
+    pointers = (make_ptr(cutlass.Float32, x.data_ptr(), cute.AddressSpace.gmem, assumed_align=4) for x in (a, h, tau))
+    return (*pointers, cutlass.Int32(batch), cutlass.Int32(n), stream)
+
+
+def _panel_kernel(plan: Plan, args: tuple, by_pointers: bool = False):
+    """The compiled kernel of `plan` for `args` (CuTe tensors; raw pointers for a square plan `by_pointers`)."""
+    key = (plan, "pointers") if by_pointers else plan
+    fn = _COMPILED.get(key)
     if fn is None:
         if plan.square and plan.resident and not columns_fit_registers(plan.rows, plan.width, plan.threads):
             panel = BlockedSquareQR(plan.rows, plan.width, plan.threads, SQUARE_BLOCK)
         else:
             panel = HouseholderPanel(plan.rows, plan.width, plan.cluster, plan.threads, not plan.square,
                                      plan.resident)
-        fn = _COMPILED[plan] = cute.compile(panel, *args)
+        fn = _COMPILED[key] = cute.compile(SquareByPointers(panel) if by_pointers else panel, *args)
     return fn
 
 
@@ -1639,9 +1675,11 @@ class Factorization:
     Each panel's kernel holds only the rows left below it (`panel_plan`).
     The sequence is captured once in a CUDA graph, so a call costs one copy
     in, one replay and two copies out whatever the number of panels; plans
-    with at least EAGER_MIN_PANEL_BYTES of h per panel instead launch
-    eagerly, factoring a fresh output in place (`eager`), and keep no h or
-    tau of their own. Calls are ordered through `done`, so two streams never
+    with at least EAGER_MIN_PANEL_BYTES of h per panel, and square plans
+    from SQUARE_EAGER_MIN_N, instead launch eagerly, factoring a fresh
+    output in place (`eager`), and keep no h or tau of their own; an eager
+    square kernel takes raw pointers (`SquareByPointers`) and reads a
+    contiguous input itself. Calls are ordered through `done`, so two streams never
     share the buffers at the same time. The buffers hold `nbytes` of device
     memory: the graph's h and tau, about the input's size, plus T, the
     cluster scratch and V^T C partials for blocked plans. Blocked plans stage
@@ -1673,6 +1711,7 @@ class Factorization:
             scratch = self.t[0]
             self.steps = [(0, None, None)]
             buffers = [self.t]
+            self.reads_input = self.eager
         else:
             self.size = torch.zeros(batch, **zeros)         # max |a[b]|, reset to 0 at the end of launch()
             self.t = torch.zeros((2, batch, width, width), **zeros)     # T of even and odd panels
@@ -1701,8 +1740,11 @@ class Factorization:
         cute_args = self._cute_args(h, tau)
         self.cute_args = None if self.eager else cute_args
         stream = cuda.CUstream(torch.cuda.current_stream(device).cuda_stream)
-        self.panels = [_panel_kernel(panel_plan(plan, n, c), (*cute_args[0], cutlass.Int32(c), stream))
-                       for c, _, _ in self.steps]
+        if plan.square and self.eager:
+            self.panels = [_panel_kernel(plan, _square_pointer_args(h, h, tau, stream), by_pointers=True)]
+        else:
+            self.panels = [_panel_kernel(panel_plan(plan, n, c), (*cute_args[0], cutlass.Int32(c), stream))
+                           for c, _, _ in self.steps]
         self.lock = threading.Lock()
         self.done = torch.cuda.Event()
 
@@ -1745,7 +1787,8 @@ class Factorization:
                source: torch.Tensor | None = None) -> None:
         """Queue the factorization of h in place, tau into tau (by default the graph's buffers self.h and
         self.tau), on the current stream (and, with look-ahead, a side stream). With `source` (only where
-        `reads_input`), h holds the first panel's columns and its update reads the others from source.
+        `reads_input`), an eager square kernel reads its input from source (h is only written), and a
+        blocked plan's h holds the first panel's columns, its first update reading the others from source.
 
         With look-ahead, panel k's reflector updates the next panel's columns
         on the current stream and the rest of the trailing matrix on the side
@@ -1753,12 +1796,15 @@ class Factorization:
         panel's update waits for the previous rest update (its columns were
         in it), and T alternates between two buffers.
         """
+        main = torch.cuda.current_stream()
+        stream = cuda.CUstream(main.cuda_stream)
+        if self.plan.square and self.eager:
+            self.panels[0](*_square_pointer_args(h if source is None else source, h, tau, stream))
+            return
         if h is None:
             h, cute_args = self.h, self.cute_args
         else:
             cute_args = self._cute_args(h, tau)
-        main = torch.cuda.current_stream()
-        stream = cuda.CUstream(main.cuda_stream)
         if not self.plan.square:
             _lift(h, self.size, inverse=False, col_end=None if source is None else self.plan.width)
             self.side.wait_stream(main)
@@ -1791,7 +1837,8 @@ class Factorization:
                 batch, n, _ = data.shape
                 out = data.new_empty((batch, n, n)), data.new_empty((batch, n))
                 source = data if self.reads_input and data.is_contiguous() else None
-                self.stage(data, out[0], None if source is None else self.plan.width)
+                if source is None or not self.plan.square:
+                    self.stage(data, out[0], None if source is None else self.plan.width)
                 self.launch(*out, source)
             else:
                 if self.graph is None and self.captures_left > 0:

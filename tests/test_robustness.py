@@ -212,7 +212,7 @@ def test_stage_and_lift_kernels():
 # GPU: views, devices
 # ---------------------------------------------------------------------------
 @pytest.mark.gpu
-@pytest.mark.parametrize("n", [32, 300])
+@pytest.mark.parametrize("n", [32, 176, 300])       # 176: an eager square plan, whose kernel reads contiguous inputs
 def test_non_contiguous_and_transposed_views(n):
     base = reference.generate_input(6, n, 1, 31, "dense")
     views = {"transposed": base.transpose(-1, -2), "strided": base[::2], "sliced": base[:, 1:, 1:]}
@@ -237,6 +237,25 @@ def test_small_kernel_relaunch_follows_alignment_and_strides():
         ref_h, ref_tau = submission.custom_kernel(x.contiguous())
         assert torch.equal(h, ref_h) and torch.equal(tau, ref_tau), name
         assert_factors(x.contiguous(), (h, tau))
+
+
+@pytest.mark.gpu
+def test_square_kernel_reads_any_contiguous_input_in_place():
+    # an eager square plan passes the input's address to the kernel: a 4-byte shifted start, an input that
+    # requires grad and a second call on the same input all read the same values, and none is written
+    n = 176
+    matrices = reference.generate_input(3, n, 1, 39, "dense")
+    flat = torch.cat([matrices.flatten(), matrices.new_ones(1)])
+    aligned, shifted = flat[:-1].view(3, n, n), flat[1:].view(3, n, n)
+    original = flat.clone()
+    grad = aligned.clone().requires_grad_(True)
+    for name, x in [("aligned", aligned), ("shifted", shifted), ("requires grad", grad), ("aligned again", aligned)]:
+        h, tau = submission.custom_kernel(x)
+        ref_h, ref_tau = submission.custom_kernel(x.detach().transpose(-1, -2).contiguous().transpose(-1, -2))
+        assert torch.equal(h, ref_h) and torch.equal(tau, ref_tau), name
+        assert_factors(x.detach(), (h, tau))
+    torch.cuda.synchronize()
+    assert torch.equal(flat, original)
 
 
 @pytest.mark.gpu
