@@ -89,6 +89,10 @@ SQUARE_STEP = 8             # a square kernel is compiled for n rounded up to th
 # a square kernel alone on its SM whose columns do not fit in registers works in blocks of this many
 # columns, one warp factoring the next block while the others apply the last one (BlockedSquareQR)
 SQUARE_BLOCK = 4
+# ... and with SMs to spare, this many CTAs of a cluster each hold the whole matrix, factor every block
+# alike and split the trailing columns of each block's update between them (BlockedSquareQR)
+SQUARE_MAX_COPIES = 4
+SQUARE_RING = 4             # mbarriers per copy: a peer's columns of block b complete mbarrier b % (RING copies)
 # threads of a panel CTA by cluster size (H200): one CTA per matrix needs <= 256 for two CTAs'
 # registers per SM (640x512 panels 5.4 vs 6.9 ms at 512); 2-8 CTAs hold few rows and gain from
 # 16 warps (60x1024 panels 4.7 vs 5.1 ms, 2x4096 on 8 CTAs 13.9 vs 17.8 ms); 16 CTAs serve only
@@ -616,17 +620,23 @@ if cutlass is not None:
             self.rows_per_lane = -(-rows // WARP)
             self.slots = -(-width // (threads // WARP))       # columns a warp owns
             self.resident = resident and columns_fit_registers(rows, width, threads)
+            self.ctas = cluster                 # CTAs a matrix
             assert cluster == 1 or form_t, "a cluster panel ends with T's cluster barrier, after every CTA's last wait"
 
         @cute.jit
         def __call__(self, mA: cute.Tensor, mH: cute.Tensor, mTau: cute.Tensor,
                      mT: cute.Tensor, mScratch: cute.Tensor, c: cutlass.Int32,
                      stream: cuda.CUstream):
+            self.launch(mA, mH, mTau, mT, mScratch, c, stream)
+
+        @cute.jit
+        def launch(self, mA, mH, mTau, mT, mScratch, c, stream):
+            """The kernel over every matrix of mH: `ctas` CTAs a matrix, in one cluster when more than one."""
             batch = mH.shape[0]
-            if cutlass.const_expr(self.cluster > 1):
+            if cutlass.const_expr(self.ctas > 1):
                 self.kernel(mA, mH, mTau, mT, mScratch, c).launch(
-                    grid=(batch * self.cluster, 1, 1), block=(self.threads, 1, 1),
-                    cluster=(self.cluster, 1, 1), stream=stream)
+                    grid=(batch * self.ctas, 1, 1), block=(self.threads, 1, 1),
+                    cluster=(self.ctas, 1, 1), stream=stream)
             else:
                 self.kernel(mA, mH, mTau, mT, mScratch, c).launch(
                     grid=(batch, 1, 1), block=(self.threads, 1, 1), stream=stream)
@@ -1157,15 +1167,27 @@ if cutlass is not None:
         tau in sTau and mTau), T_k is in sT[:, :, k % 2], and the columns >= end hold A reflected by every
         block before k. The block's warp sums go through `_warp_sums` (block a power of two).
 
-        Shared memory: the matrix (ld x width), tau (width), T of two blocks (block^2 each).
-        The launch passes c = 0.
+        With `copies` > 1 a cluster of that many CTAs serves each matrix: every CTA holds the whole matrix
+        and factors every block itself (the same instructions on the same bits: the same results), but
+        applies each block only to the columns right of block k+1 that it owns, those of blocks
+        b = rank (mod copies). The owner of block k+2 applies block k to it first and stores the finished
+        columns (all n rows) into every peer's shared memory (st.async); a peer waits for them on mbarrier
+        (k+2 - 2) % (SQUARE_RING copies) before it applies block k+1 to them (blocks 0 and 1 come from the
+        input). A block's mbarrier serves only blocks of one owner, once every SQUARE_RING copies blocks,
+        and no CTA runs that far ahead (each needs every peer's next blocks), so the parity
+        ((block - 2) // ring) % 2 is unambiguous. Each writes back every copies-th row, and the copies
+        meet at a cluster barrier before they exit.
+
+        Shared memory: the matrix (ld x width), tau (width), T of two blocks (block^2 each), and the
+        mbarriers of a cluster. The launch passes c = 0.
         """
 
-        def __init__(self, rows: int, width: int, threads: int, block: int):
+        def __init__(self, rows: int, width: int, threads: int, block: int, copies: int = 1):
             super().__init__(rows, width, 1, threads, False, False)
             assert block < threads // WARP, "warps 1..block apply block k to block k+1"
             assert block & (block - 1) == 0 and block <= WARP, "a block's warp sums halve it step by step"
             self.block = block
+            self.copies = self.ctas = copies
 
         @cute.kernel
         def kernel(self, mA: cute.Tensor, mH: cute.Tensor, mTau: cute.Tensor,
@@ -1173,17 +1195,34 @@ if cutlass is not None:
             NB = self.block
             NW = self.threads // WARP
             n = mH.shape[1]
+            G = self.copies
+            RING = SQUARE_RING * G
             tidx, _, _ = cute.arch.thread_idx()
             lane = tidx % WARP
             warp = tidx // WARP
             b = cute.arch.block_idx()[0]
+            rank = cutlass.Int32(0)
+            if cutlass.const_expr(G > 1):
+                b = cute.arch.cluster_idx()[0]
+                rank = cute.arch.block_idx_in_cluster()
 
             smem = SmemAllocator()
             sP = smem.allocate_tensor(cutlass.Float32, cute.make_layout((self.ld, self.width)), 16)
             sTau = smem.allocate_tensor(cutlass.Float32, cute.make_layout(self.width), 16)
             sT = smem.allocate_tensor(cutlass.Float32, cute.make_layout((NB, NB, 2)), 16)  # sT[l, i, p] = T[i, l]
+            sBars = sT
+            if cutlass.const_expr(G > 1):
+                sBars = smem.allocate_tensor(cutlass.Int64, cute.make_layout(RING), 8)
+                if tidx == 0:
+                    for i in cutlass.range_constexpr(RING):
+                        cute.arch.mbarrier_init(sBars.iterator + i, 1)
+                    cute.arch.mbarrier_init_fence()
             self._stage(mA, sP, b, 0, n, 0, n, lane, warp)
-            cute.arch.sync_threads()
+            if cutlass.const_expr(G > 1):       # every peer's mbarriers are initialized before any CTA stores into it
+                cute.arch.cluster_arrive()
+                cute.arch.cluster_wait()
+            else:
+                cute.arch.sync_threads()
 
             rBlock = []                 # warps 1..: block k's v, this lane's rows
             rNext = []                  # warp 0: the columns of the block it factors
@@ -1211,6 +1250,14 @@ if cutlass is not None:
                                 rT[i * NB + l] = sT[i, l, parity]
                     if warp <= NB:
                         if warp >= 1:
+                            if cutlass.const_expr(G > 1):
+                                following = end // NB              # block k+1: a peer's, from block 2 on
+                                if following >= 2 and following % G != rank:
+                                    use = following - 2                 # mbarrier use % RING, phase use // RING
+                                    if warp == 1 and lane == 0:
+                                        cute.arch.mbarrier_arrive_and_expect_tx(sBars.iterator + use % RING,
+                                                                                (after - end) * n * 4)
+                                    _wait_acquire_cluster(sBars.iterator + use % RING, (use // RING) % 2)
                             if end + warp - 1 < after:
                                 self._reflect_block(sP, rT, rBlock, rA, end + warp - 1, n, first, lane)
                         cute.arch.barrier(barrier_id=BLOCK_READY_BARRIER, number_of_threads=(NB + 1) * WARP)
@@ -1218,11 +1265,39 @@ if cutlass is not None:
                         self._factor_block(sP, sTau, sT, mTau, mScratch, rNext, rA, b, end, after, n, 1 - parity,
                                            first, lane)
                     else:
-                        for k in cutlass.range(after + warp - 1, n, NW - 1):
-                            self._reflect_block(sP, rT, rBlock, rA, k, n, first, lane)
+                        if cutlass.const_expr(G > 1):
+                            # this CTA's columns right of block k+1: blocks after // NB + owned + G i
+                            owned = (rank - after // NB % G + G) % G
+                            for i in cutlass.range(warp - 1, n - after, NW - 1):
+                                k = after + (owned + i // NB * G) * NB + i % NB
+                                if k < n:
+                                    self._reflect_block(sP, rT, rBlock, rA, k, n, first, lane)
+                                    if k < after + NB:          # block k+2, which every peer needs next
+                                        self._send_column(sP, rA, sBars, k, n, first, rank, lane)
+                        else:
+                            for k in cutlass.range(after + warp - 1, n, NW - 1):
+                                self._reflect_block(sP, rT, rBlock, rA, k, n, first, lane)
                     cute.arch.sync_threads()
 
-            self._write_back(mH, sP, b, 0, n, 0, n, lane, warp)
+            for r in cutlass.range(warp + NW * rank, n, NW * G):      # the copies write alternate rows
+                for k in cutlass.range(lane, n, WARP):
+                    mH[b, r, k] = sP[r, k]
+            if cutlass.const_expr(G > 1):       # no CTA exits while a peer may still store into it
+                cute.arch.cluster_arrive()
+                cute.arch.cluster_wait()
+
+        @cute.jit
+        def _send_column(self, sP, rA, sBars, k, n, first, rank, lane):
+            """Warp-wide: column k's rows [0, n) (slots >= first from rA, the rest from sP) into every peer's
+            shared memory, completing their bytes on the peer's mbarrier of column k's block."""
+            G = self.copies
+            bar = sBars.iterator + (k // self.block - 2) % (SQUARE_RING * G)
+            for t in cutlass.range_constexpr(self.rows_per_lane):
+                r = lane + WARP * t
+                if r < n:
+                    x = rA[t] if t >= first else sP[r, k]
+                    for i in cutlass.range_constexpr(1, G):
+                        _store_to_peer(sP.iterator + r + self.ld * k, (x,), bar, (rank + i) % G)
 
         @cute.jit
         def _warp_sums(self, parts, lane):
@@ -1400,9 +1475,8 @@ if cutlass is not None:
             matrices = cute.make_layout((batch, n, n), stride=(n64 * n64, n64, 1))
             mTau = cute.make_tensor(pTau, cute.make_layout((batch, n), stride=(n64, 1)))
             unused = cute.make_tensor(pTau, cute.make_layout((batch, 1, 1), stride=(n64, 1, 1)))
-            self.panel.kernel(cute.make_tensor(pA, matrices), cute.make_tensor(pH, matrices), mTau, unused, unused,
-                              cutlass.Int32(0)).launch(grid=(batch, 1, 1), block=(self.panel.threads, 1, 1),
-                                                       stream=stream)
+            self.panel.launch(cute.make_tensor(pA, matrices), cute.make_tensor(pH, matrices), mTau, unused, unused,
+                              cutlass.Int32(0), stream)
 
 # ---------------------------------------------------------------------------
 # Plans: which kernels serve (batch, n) on this device
@@ -1413,7 +1487,8 @@ class Plan:
 
     A CTA holds up to `rows` rows of a panel `width` columns wide. `square`:
     the panel is the whole matrix (n <= width = rows, one launch), else
-    panels of PANEL_WIDTH columns over clusters of `cluster` CTAs.
+    panels of PANEL_WIDTH columns over clusters of `cluster` CTAs (for a
+    square plan served by BlockedSquareQR: `cluster` copies of the matrix).
     `resident`: a launch has at most one CTA per SM, so its warps may keep
     their columns in registers without costing occupancy.
     """
@@ -1504,7 +1579,10 @@ def make_plan(batch: int, n: int, sms: int, smem: int) -> Plan | None:
     budget = smem - SMEM_RESERVE
     size = _round_up(n, SQUARE_STEP)
     if panel_smem_bytes(size, size, False) <= budget:
-        return Plan(True, size, size, 1, SQUARE_THREADS, batch <= sms)
+        copies = 1
+        if not columns_fit_registers(size, size, SQUARE_THREADS):      # BlockedSquareQR
+            copies = max(1, min(SQUARE_MAX_COPIES, sms // batch))
+        return Plan(True, size, size, copies, SQUARE_THREADS, batch * copies <= sms)
     cluster = 1
     while cluster * 2 <= min(FILL_MAX_CLUSTER, CLUSTER_FILL * sms / batch):
         cluster *= 2
@@ -1545,7 +1623,7 @@ def _panel_kernel(plan: Plan, args: tuple, by_pointers: bool = False):
     fn = _COMPILED.get(key)
     if fn is None:
         if plan.square and plan.resident and not columns_fit_registers(plan.rows, plan.width, plan.threads):
-            panel = BlockedSquareQR(plan.rows, plan.width, plan.threads, SQUARE_BLOCK)
+            panel = BlockedSquareQR(plan.rows, plan.width, plan.threads, SQUARE_BLOCK, plan.cluster)
         else:
             panel = HouseholderPanel(plan.rows, plan.width, plan.cluster, plan.threads, not plan.square,
                                      plan.resident)

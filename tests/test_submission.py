@@ -28,13 +28,22 @@ def test_plan_fits_the_device(spec, sms):
     n = spec["n"]
     plan = submission.make_plan(spec["batch"], n, sms, H200_SMEM)
     budget = H200_SMEM - submission.SMEM_RESERVE
-    assert submission.panel_smem_bytes(plan.rows, plan.width, not plan.square, plan.cluster) <= budget
-    assert plan.cluster & (plan.cluster - 1) == 0 and plan.cluster <= submission.MAX_CLUSTER
-    assert plan.rows * plan.cluster >= n and plan.rows % (8 if plan.square else 32) == 0
-    if plan.square:
-        assert plan.cluster == 1 and plan.width == plan.rows >= n
+    if plan.square:         # cluster: CTAs that each hold a copy of the matrix
+        assert submission.panel_smem_bytes(plan.rows, plan.width, False) <= budget
+        assert plan.width == plan.rows >= n and plan.rows % submission.SQUARE_STEP == 0
+        assert plan.cluster == 1 or spec["batch"] * plan.cluster <= sms
     else:
+        assert submission.panel_smem_bytes(plan.rows, plan.width, True, plan.cluster) <= budget
+        assert plan.cluster & (plan.cluster - 1) == 0 and plan.cluster <= submission.MAX_CLUSTER
+        assert plan.rows * plan.cluster >= n and plan.rows % 32 == 0
         assert plan.width == submission.PANEL_WIDTH and plan.rows <= submission.PANEL_MAX_ROWS
+
+
+@pytest.mark.parametrize("batch,n,copies", [(40, 176, 3), (66, 176, 2), (7, 203, 4), (132, 176, 1), (40, 100, 1)])
+def test_blocked_square_plans_copy_the_matrix_over_idle_sms(batch, n, copies):
+    # BlockedSquareQR (columns beyond a lane's registers) spreads each matrix over up to SQUARE_MAX_COPIES CTAs
+    plan = submission.make_plan(batch, n, H200_SMS, H200_SMEM)
+    assert plan.square and plan.cluster == copies and plan.resident
 
 
 def test_square_kernel_serves_every_n_that_fits_in_shared_memory():
@@ -190,6 +199,25 @@ def test_blocked_square_kernel_at_other_block_sizes(block, threads, monkeypatch)
         h, tau = submission.Factorization(7, n, a.device)(a)
         assert torch.equal(tau[1, 101:], torch.zeros_like(tau[1, 101:]))
         assert_factors(a, (h, tau))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("n,copies", [(176, (1, 3)), (203, (1, 2, 4))])
+def test_blocked_square_copies_give_the_same_bits(n, copies, monkeypatch):
+    # every copy factors every block alike and an owner's columns reach its peers as they are, so any
+    # number of copies gives the one-CTA result bit for bit (zero columns from 101: tau 0 inside a block)
+    a = reference.generate_input(7, n, 1, 81, "dense")
+    a[1, :, 101:] = 0.0
+    a[2] *= 1e-30
+    results = []
+    for count in copies:
+        monkeypatch.setattr(submission, "SQUARE_MAX_COPIES", count)
+        f = submission.Factorization(7, n, a.device)
+        assert f.plan.cluster == count
+        results.append(f(a))
+    for h, tau in results[1:]:
+        assert torch.equal(h, results[0][0]) and torch.equal(tau, results[0][1])
+    assert_factors(a, results[0])
 
 
 @pytest.mark.gpu
