@@ -90,8 +90,9 @@ SQUARE_STEP = 8             # a square kernel is compiled for n rounded up to th
 # columns, one warp factoring the next block while the others apply the last one (BlockedSquareQR)
 SQUARE_BLOCK = 4
 # ... and with SMs to spare, this many CTAs of a cluster each hold the whole matrix, factor every block
-# alike and split the trailing columns of each block's update between them (BlockedSquareQR)
-SQUARE_MAX_COPIES = 4
+# alike and split the trailing columns of each block's update between them (BlockedSquareQR; H200, 40x176
+# GPU time a call: one CTA 154 us, 2 copies 143, 3 copies 285: 40 clusters of 3 whole SMs take two waves)
+SQUARE_MAX_COPIES = 2
 SQUARE_RING = 4             # mbarriers per copy: a peer's columns of block b complete mbarrier b % (RING copies)
 # threads of a panel CTA by cluster size (H200): one CTA per matrix needs <= 256 for two CTAs'
 # registers per SM (640x512 panels 5.4 vs 6.9 ms at 512); 2-8 CTAs hold few rows and gain from
