@@ -221,6 +221,25 @@ def test_blocked_square_copies_give_the_same_bits(n, copies, monkeypatch):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("n", [176, 203])
+def test_blocked_square_kernel_last_columns_of_extreme_size(n):
+    # columns in the blocked square kernel's last blocks far below or above the others take the rescaled
+    # norm, and zero columns there give tau = 0
+    a = reference.generate_input(3, n, 1, 83, "dense")
+    a[0, :, n - 20:] *= 1e-25
+    a[1, :, n - 7] *= 1e22
+    a[2, :, n - 3:] = 0.0
+    h, tau = submission.custom_kernel(a)
+    assert torch.equal(tau[2, n - 3:], torch.zeros_like(tau[2, n - 3:]))
+    for b in range(3):
+        assert_factors(a[b:b + 1], (h[b:b + 1], tau[b:b + 1]))
+    ref_h, ref_tau = torch.geqrf(a.double())
+    r_diag, ref_diag = h.diagonal(dim1=-2, dim2=-1).double(), ref_h.diagonal(dim1=-2, dim2=-1)
+    assert torch.allclose(r_diag, ref_diag, rtol=1e-3, atol=0.0)
+    assert torch.allclose(tau.double(), ref_tau, rtol=1e-3, atol=1e-3)
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("batch,n", [(20, 32), (40, 176), (40, 352), (16, 512), (4, 1024), (2, 2048)])
 def test_agrees_with_geqrf(batch, n):
     a = reference.generate_input(batch, n, 0, 7, "dense")
