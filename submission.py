@@ -1816,12 +1816,13 @@ class Factorization:
         self.nbytes = sum(x.numel() * x.element_size() for x in buffers)
         self.cute_t = [_cute_tensor(self.t[parity]) for parity in (0, 1)]
         self.cute_scratch = _cute_tensor(scratch)
-        cute_args = self._cute_args(h, tau)
-        self.cute_args = None if self.eager else cute_args
         stream = cuda.CUstream(torch.cuda.current_stream(device).cuda_stream)
-        if plan.square and self.eager:
+        if plan.square and self.eager:      # launched by raw pointers: no CuTe views of h and tau
+            self.cute_args = None
             self.panels = [_panel_kernel(plan, _square_pointer_args(h, h, tau, stream), by_pointers=True)]
         else:
+            cute_args = self._cute_args(h, tau)
+            self.cute_args = None if self.eager else cute_args
             self.panels = [_panel_kernel(panel_plan(plan, n, c), (*cute_args[0], cutlass.Int32(c), stream))
                            for c, _, _ in self.steps]
         self.lock = threading.Lock()
