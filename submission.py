@@ -84,6 +84,7 @@ FILL_MAX_CLUSTER = 4        # ... up to this many (8x2048: 7.1 ms at 4, 7.9 at 8
 SMEM_RESERVE = 4096         # bytes of shared memory kept for the kernel's small arrays
 SMALL_MAX_N = 32            # up to this n a Triton program holds each matrix in registers, no graph
 SMALL_WARPS = ((32, 1),)    # (N = n rounded up to a power of two, >= 16: <=, warps)
+SMALL_DIRECT_TRITON = ("3.6.",)     # releases whose launcher's C entry (argument order) `_small_qr` calls itself
 SQUARE_THREADS = 512        # threads of the square kernel (best at every n measured, 32 to 232)
 SQUARE_STEP = 8             # a square kernel is compiled for n rounded up to this and serves all n below
 # a square kernel alone on its SM whose columns do not fit in registers works in blocks of this many
@@ -1659,8 +1660,8 @@ def _update(batch: int, n: int, c: int, col_lo: int, col_hi: int, block_n: int, 
 
 
 # (device, n, input 16-byte aligned, which of the three strides are below 2^31)
-#   -> the compiled kernel's (launcher, function, metadata), Triton's current-stream getter and the
-#      kernel's N (n rounded up to a power of two, at least 16)
+#   -> the compiled kernel's launcher, whether to call its C entry directly, its function and metadata,
+#      Triton's current-stream getter and the kernel's N (n rounded up to a power of two, at least 16)
 _SMALL_LAUNCHES: dict = {}
 
 
@@ -1672,7 +1673,11 @@ def _small_qr(data: torch.Tensor) -> output_t:
     `CompiledKernel[grid](*args)` does but without its per-call closure,
     stream lookup and launch-hook metadata (launch hooks such as Proton's do
     not see these launches): 13 -> 7 us of host time on H200, most of a small
-    call. The key holds everything the JIT specializes on: the device, n (its
+    call. On the Triton releases in SMALL_DIRECT_TRITON, whose launcher's C
+    entry takes (grid, stream, function, cooperative, pdl, scratch buffers,
+    metadata, hooks, arguments), a kernel that needs no scratch is launched
+    through that entry with integer pointers: no Python wrapper and no
+    pointer-attribute query per tensor. The key holds everything the JIT specializes on: the device, n (its
     value fixes N, the warps and n's specialization), the input pointer's
     16-byte alignment and each stride's integer width (strides are not
     specialized, but each is passed as i32 or i64 by its value; the outputs
@@ -1689,14 +1694,23 @@ def _small_qr(data: torch.Tensor) -> output_t:
     key = (device, n, data.data_ptr() % 16 == 0, stride_b < 2 ** 31, stride_r < 2 ** 31, stride_c < 2 ** 31)
     launch = _SMALL_LAUNCHES.get(key)
     if launch is not None:
-        launcher, function, metadata, current_stream, size = launch
-        launcher(batch, 1, 1, current_stream(device), function, metadata, None, None, None,
-                 data, h, tau, n, *strides, size)
+        run, direct, function, metadata, current_stream, size = launch
+        if direct:
+            at = out.data_ptr()
+            run.launch(batch, 1, 1, current_stream(device), function, run.launch_cooperative_grid, run.launch_pdl,
+                       None, None, metadata, None, None, None, data.data_ptr(), at, at + 4 * tau_at, n, *strides,
+                       size)
+        else:
+            run(batch, 1, 1, current_stream(device), function, metadata, None, None, None,
+                data, h, tau, n, *strides, size)
         return h, tau
     size = max(16, triton.next_power_of_2(n))
     kernel = _small_qr_kernel[(batch,)](data, h, tau, n, *strides, size, num_warps=_pick(SMALL_WARPS, size))
     if isinstance(kernel, CompiledKernel):      # not under the CPU interpreter
-        _SMALL_LAUNCHES[key] = (kernel.run, kernel.function, kernel.packed_metadata,
+        run = kernel.run
+        direct = (triton.__version__.startswith(SMALL_DIRECT_TRITON) and hasattr(run, "launch")
+                  and getattr(run, "global_scratch_size", 1) == 0 and getattr(run, "profile_scratch_size", 1) == 0)
+        _SMALL_LAUNCHES[key] = (run, direct, kernel.function, kernel.packed_metadata,
                                 triton.runtime.driver.active.get_current_stream, size)
     return h, tau
 
