@@ -84,9 +84,6 @@ FILL_MAX_CLUSTER = 4        # ... up to this many (8x2048: 7.1 ms at 4, 7.9 at 8
 SMEM_RESERVE = 4096         # bytes of shared memory kept for the kernel's small arrays
 SMALL_MAX_N = 32            # up to this n a Triton program holds each matrix in registers, no graph
 SMALL_WARPS = ((32, 1),)    # (N = n rounded up to a power of two, >= 16: <=, warps)
-# a small kernel's lane splits its sums and maxima over rows into this many independent chains (Triton 3.6
-# adds a thread's registers one after another)
-SMALL_CHAINS = tl.constexpr(4)
 SMALL_DIRECT_TRITON = ("3.6.",)     # releases whose launcher's C entry (argument order) `_small_qr` calls itself
 SQUARE_THREADS = 512        # threads of the square kernel (best at every n measured, 32 to 232)
 SQUARE_STEP = 8             # a square kernel is compiled for n rounded up to this and serves all n below
@@ -228,32 +225,6 @@ def _lift_kernel(h_ptr, size_ptr, n, col_end, INVERSE: tl.constexpr, BLOCK_R: tl
 # ---------------------------------------------------------------------------
 # Triton: small matrices, each held whole in registers by one program
 # ---------------------------------------------------------------------------
-@triton.jit
-def _sum_rows(x, keep, r, N: tl.constexpr):
-    """sum over rows (axis 0) of x where keep, r the row index: SMALL_CHAINS independent partial sums.
-
-    A dropped term is -0.0, the identity of +, so where keep is known at compile time the compiler drops it
-    and a column costs only its kept rows.
-    """
-    rows = N // SMALL_CHAINS
-    total = tl.sum(tl.where(keep & (r < rows), x, -0.0), axis=0)
-    for c in tl.static_range(1, SMALL_CHAINS):
-        total += tl.sum(tl.where(keep & (r >= c * rows) & (r < (c + 1) * rows), x, -0.0), axis=0)
-    return total
-
-
-@triton.jit
-def _max_rows(x, keep, r, N: tl.constexpr):
-    """max(0, max over rows (axis 0) of x where keep): SMALL_CHAINS independent partial maxima, dropped terms
-    -inf."""
-    rows = N // SMALL_CHAINS
-    most = tl.zeros((N,), dtype=tl.float32)
-    for c in tl.static_range(0, SMALL_CHAINS):
-        most = tl.maximum(most, tl.max(tl.where(keep & (r >= c * rows) & (r < (c + 1) * rows), x, -float("inf")),
-                                       axis=0))
-    return most
-
-
 @triton.jit(do_not_specialize=["stride_ab", "stride_ar", "stride_ac"])
 def _small_qr_kernel(
     a_ptr, h_ptr, tau_ptr, n,
@@ -276,9 +247,8 @@ def _small_qr_kernel(
     lane then forms the reflector on its own. The column loop is unrolled:
     which registers hold rows j, above j and below j is then known at
     compile time; the terms a sum or maximum leaves out are its identity
-    (-0.0, -inf) and the rows above j are not updated, so column j costs
-    instructions for rows j to N only, and the sums and maxima over rows
-    run as SMALL_CHAINS independent chains (`_sum_rows`). The strides
+    (-0.0, -inf), which the compiler drops, and the rows above j are not
+    updated, so column j costs instructions for rows j to N only. The strides
     are not specialized: every view of a matrix then gets the same code, the
     same register layout and so the same sums, bit for bit. A matrix whose
     largest entry is below 2^TINY_EXPONENT is factored as 2^k A (the lift of
@@ -302,11 +272,11 @@ def _small_qr_kernel(
             x = tl.where(below, column, 0.0)
 
             # ----- reflector: beta, tau, v (every lane holds the whole column) -----
-            xmax = _max_rows(tl.abs(column), below, r, N)
+            xmax = tl.maximum(tl.max(tl.where(below, tl.abs(column), -float("inf")), axis=0), 0.0)
             s, inv_s = _unit_scales(tl.maximum(xmax, tl.abs(alpha)))
             alpha_s = alpha * s
             xs = x * s[None, :]
-            norm_s = tl.sqrt(alpha_s * alpha_s + _sum_rows(xs * xs, below, r, N))
+            norm_s = tl.sqrt(alpha_s * alpha_s + tl.sum(tl.where(below, xs * xs, -0.0), axis=0))
             beta_s = tl.where(alpha < 0.0, norm_s, -norm_s)
             reflect = xmax != 0.0
             beta = tl.where(reflect, beta_s * inv_s, alpha)
@@ -316,7 +286,7 @@ def _small_qr_kernel(
 
             # ----- A[j:, k] -= tau (v^T A[j:, k]) v for k > j; column j becomes (R, beta, v) -----
             v_unit = tl.where(r == j, 1.0, v)
-            w = tl.where(cols > j, tau * _sum_rows(a * v_unit, r >= j, r, N), 0.0)
+            w = tl.where(cols > j, tau * tl.sum(tl.where(r >= j, a * v_unit, -0.0), axis=0), 0.0)
             a = tl.where(r >= j, a - v_unit * w[None, :], a)
             a = tl.where((cols[None, :] == j) & (r >= j), tl.where(r == j, beta[None, :], v), a)
             taus = tl.where(cols == j, tau, taus)
