@@ -94,7 +94,7 @@ SQUARE_BLOCK = 4
 # alike and split the trailing columns of each block's update between them (BlockedSquareQR; H200, 40x176
 # GPU time a call: one CTA 154 us, 2 copies 143, 3 copies 285: 40 clusters of 3 whole SMs take two waves)
 SQUARE_MAX_COPIES = 2
-SQUARE_RING = 4             # mbarriers per copy: a peer's columns of block b complete mbarrier b % (RING copies)
+SQUARE_RING = 4             # mbarriers per copy: a peer's columns of block b complete mbarrier (b - 2) % (RING copies)
 # threads of a panel CTA by cluster size (H200): one CTA per matrix needs <= 256 for two CTAs'
 # registers per SM (640x512 panels 5.4 vs 6.9 ms at 512); 2-8 CTAs hold few rows and gain from
 # 16 warps (60x1024 panels 4.7 vs 5.1 ms, 2x4096 on 8 CTAs 13.9 vs 17.8 ms); 16 CTAs serve only
@@ -1214,7 +1214,7 @@ if cutlass is not None:
             sP = smem.allocate_tensor(cutlass.Float32, cute.make_layout((self.ld, self.width)), 16)
             sTau = smem.allocate_tensor(cutlass.Float32, cute.make_layout(self.width), 16)
             sT = smem.allocate_tensor(cutlass.Float32, cute.make_layout((NB, NB, 2)), 16)  # sT[l, i, p] = T[i, l]
-            sBars = sT
+            sBars = sT                  # a placeholder: only copies (G > 1) use mbarriers
             if cutlass.const_expr(G > 1):
                 sBars = smem.allocate_tensor(cutlass.Int64, cute.make_layout(RING), 8)
                 if tidx == 0:
@@ -1674,17 +1674,18 @@ def _small_qr(data: torch.Tensor) -> output_t:
     arguments straight to the compiled kernel's launcher, as
     `CompiledKernel[grid](*args)` does but without its per-call closure,
     stream lookup and launch-hook metadata (launch hooks such as Proton's do
-    not see these launches): 13 -> 7 us of host time on H200, most of a small
-    call. On the Triton releases in SMALL_DIRECT_TRITON, whose launcher's C
-    entry takes (grid, stream, function, cooperative, pdl, scratch buffers,
-    metadata, hooks, arguments), a kernel that needs no scratch is launched
-    through that entry with integer pointers: no Python wrapper and no
-    pointer-attribute query per tensor. The key holds everything the JIT specializes on: the device, n (its
-    value fixes N, the warps and n's specialization), the input pointer's
-    16-byte alignment and each stride's integer width (strides are not
-    specialized, but each is passed as i32 or i64 by its value; the outputs
-    are fresh, so aligned). h and tau are strided views of the buffer
-    (cheaper on the host than slicing and viewing).
+    not see these launches): 13 -> 7 us of host time on H200, most of a
+    small call. On the Triton releases in SMALL_DIRECT_TRITON, whose
+    launcher's C entry takes (grid, stream, function, cooperative, pdl,
+    scratch buffers, metadata, hooks, arguments), a kernel that needs no
+    scratch is launched through that entry with integer pointers: no Python
+    wrapper and no pointer-attribute query per tensor. The key holds
+    everything the JIT specializes on: the device, n (its value fixes N, the
+    warps and n's specialization), the input pointer's 16-byte alignment and
+    each stride's integer width (strides are not specialized, but each is
+    passed as i32 or i64 by its value; the outputs are fresh, so aligned). h
+    and tau are strided views of the buffer (cheaper on the host than
+    slicing and viewing).
     """
     batch, n, _ = data.shape
     tau_at = _round_up(batch * n * n, 4)                # tau 16-byte aligned

@@ -13,6 +13,7 @@ from unittest import mock
 
 import pytest
 import torch
+import triton
 
 import reference
 import submission
@@ -237,6 +238,21 @@ def test_small_kernel_relaunch_follows_alignment_and_strides():
         ref_h, ref_tau = submission.custom_kernel(x.contiguous())
         assert torch.equal(h, ref_h) and torch.equal(tau, ref_tau), name
         assert_factors(x.contiguous(), (h, tau))
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not triton.__version__.startswith(submission.SMALL_DIRECT_TRITON),
+                    reason="the small kernel's launcher C entry is only called on known Triton releases")
+def test_small_kernel_relaunches_through_the_launchers_c_entry():
+    # on the releases whose launcher's C entry `_small_qr` knows, every compiled small kernel is relaunched
+    # through it (a renamed launcher attribute or a scratch buffer would silently fall back to the wrapper)
+    for n in (7, 24):
+        x = torch.randn(3, n, n, device="cuda")
+        first = submission.custom_kernel(x)
+        again = submission.custom_kernel(x)
+        assert torch.equal(first[0], again[0]) and torch.equal(first[1], again[1])
+        launches = [launch for key, launch in submission._SMALL_LAUNCHES.items() if key[1] == n]
+        assert launches and all(direct for _, direct, *_ in launches), n
 
 
 @pytest.mark.gpu
