@@ -63,6 +63,8 @@ import typing
 from pathlib import Path
 from typing import TextIO
 
+import torch
+
 from reference import check_implementation, generate_input
 from task import TestSpec
 from utils import DEFAULT_SEED, Stopwatch, combine_seed, flush_l2, nvtx_range, set_seed, synchronize
@@ -571,6 +573,9 @@ def main(argv: list[str]) -> int:
             report = HumanReport()
             seed_note = "POPCORN_SEED unset" if service_seed is None else f"POPCORN_SEED={service_seed}"
             report.note(f"{args.mode}: {len(cases)} cases from {source}, {seed_note}")
+            if os.environ.get("QR_SKIP_PRECOMPILE") != "1" and torch.cuda.is_available():
+                report.note("the worker imports the submission first, which compiles its kernels for the "
+                            "benchmark shapes: minutes on a fresh GPU machine before the first case")
         spawn = multiprocessing.get_context("spawn")
         pool = stack.enter_context(spawn.Pool(1, initializer=set_seed, initargs=(seed,)))
         if args.mode == "test":
