@@ -960,9 +960,11 @@ if cutlass is not None:
                             sP[r + NW * u, k] = rStage[u]
 
         @cute.jit
-        def _write_back(self, mH, sP, b, r0, nloc, c, w, lane, warp):
-            """H[r0:r0+nloc, c:c+w] := sP, the factored panel."""
-            for r in cutlass.range(warp, nloc, self.threads // WARP):
+        def _write_back(self, mH, sP, b, r0, nloc, c, w, lane, warp, part=0, parts=1):
+            """H[r0:r0+nloc, c:c+w] := sP, the factored panel; with parts > 1 only the rows r with
+            r // warps = part (mod parts): the share of one of `parts` CTAs that hold the same panel."""
+            NW = self.threads // WARP
+            for r in cutlass.range(warp + NW * part, nloc, NW * parts):
                 for k in cutlass.range(lane, w, WARP):
                     mH[b, r0 + r, c + k] = sP[r, k]
 
@@ -1191,7 +1193,7 @@ if cutlass is not None:
             assert block < threads // WARP, "warps 1..block apply block k to block k+1"
             assert block & (block - 1) == 0 and block <= WARP, "a block's warp sums halve it step by step"
             self.block = block
-            self.copies = self.ctas = copies
+            self.ctas = copies
 
         @cute.kernel
         def kernel(self, mA: cute.Tensor, mH: cute.Tensor, mTau: cute.Tensor,
@@ -1199,8 +1201,7 @@ if cutlass is not None:
             NB = self.block
             NW = self.threads // WARP
             n = mH.shape[1]
-            G = self.copies
-            RING = SQUARE_RING * G
+            G = self.ctas              # copies
             tidx, _, _ = cute.arch.thread_idx()
             lane = tidx % WARP
             warp = tidx // WARP
@@ -1216,9 +1217,9 @@ if cutlass is not None:
             sT = smem.allocate_tensor(cutlass.Float32, cute.make_layout((NB, NB, 2)), 16)  # sT[l, i, p] = T[i, l]
             sBars = sT                  # a placeholder: only copies (G > 1) use mbarriers
             if cutlass.const_expr(G > 1):
-                sBars = smem.allocate_tensor(cutlass.Int64, cute.make_layout(RING), 8)
+                sBars = smem.allocate_tensor(cutlass.Int64, cute.make_layout(SQUARE_RING * G), 8)
                 if tidx == 0:
-                    for i in cutlass.range_constexpr(RING):
+                    for i in cutlass.range_constexpr(SQUARE_RING * G):
                         cute.arch.mbarrier_init(sBars.iterator + i, 1)
                     cute.arch.mbarrier_init_fence()
             self._stage(mA, sP, b, 0, n, 0, n, lane, warp)
@@ -1257,11 +1258,10 @@ if cutlass is not None:
                             if cutlass.const_expr(G > 1):
                                 following = end // NB              # block k+1: a peer's, from block 2 on
                                 if following >= 2 and following % G != rank:
-                                    use = following - 2                 # mbarrier use % RING, phase use // RING
+                                    bar, phase = self._block_mbarrier(sBars, following)
                                     if warp == 1 and lane == 0:
-                                        cute.arch.mbarrier_arrive_and_expect_tx(sBars.iterator + use % RING,
-                                                                                (after - end) * n * 4)
-                                    _wait_acquire_cluster(sBars.iterator + use % RING, (use // RING) % 2)
+                                        cute.arch.mbarrier_arrive_and_expect_tx(bar, (after - end) * n * 4)
+                                    _wait_acquire_cluster(bar, phase)
                             if end + warp - 1 < after:
                                 self._reflect_block(sP, rT, rBlock, rA, end + warp - 1, n, first, lane)
                         cute.arch.barrier(barrier_id=BLOCK_READY_BARRIER, number_of_threads=(NB + 1) * WARP)
@@ -1283,19 +1283,25 @@ if cutlass is not None:
                                 self._reflect_block(sP, rT, rBlock, rA, k, n, first, lane)
                     cute.arch.sync_threads()
 
-            for r in cutlass.range(warp + NW * rank, n, NW * G):      # the copies write alternate rows
-                for k in cutlass.range(lane, n, WARP):
-                    mH[b, r, k] = sP[r, k]
+            self._write_back(mH, sP, b, 0, n, 0, n, lane, warp, rank, G)      # the copies split the rows
             if cutlass.const_expr(G > 1):       # no CTA exits while a peer may still store into it
                 cute.arch.cluster_arrive()
                 cute.arch.cluster_wait()
 
         @cute.jit
+        def _block_mbarrier(self, sBars, block):
+            """(mbarrier, phase parity) on which a copy receives the columns of `block` (>= 2) from its owner:
+            use u = block - 2 takes mbarrier u % (SQUARE_RING copies) in phase u // (SQUARE_RING copies)."""
+            ring = SQUARE_RING * self.ctas
+            use = block - 2
+            return sBars.iterator + use % ring, (use // ring) % 2
+
+        @cute.jit
         def _send_column(self, sP, rA, sBars, k, n, first, rank, lane):
             """Warp-wide: column k's rows [0, n) (slots >= first from rA, the rest from sP) into every peer's
             shared memory, completing their bytes on the peer's mbarrier of column k's block."""
-            G = self.copies
-            bar = sBars.iterator + (k // self.block - 2) % (SQUARE_RING * G)
+            G = self.ctas
+            bar, _ = self._block_mbarrier(sBars, k // self.block)
             for t in cutlass.range_constexpr(self.rows_per_lane):
                 r = lane + WARP * t
                 if r < n:
