@@ -95,6 +95,9 @@ SQUARE_BLOCK = 4
 # GPU time a call: one CTA 154 us, 2 copies 143, 3 copies 285: 40 clusters of 3 whole SMs take two waves)
 SQUARE_MAX_COPIES = 2
 SQUARE_RING = 4             # mbarriers per copy: a peer's columns of block b complete mbarrier (b - 2) % (RING copies)
+# a blocked plan hands its trailing square to the square kernel (one launch instead of its last panels
+# and updates) once at most this many columns are left, where that square kernel runs in one wave
+SQUARE_TAIL_MAX_N = 232
 # threads of a panel CTA by cluster size (H200): one CTA per matrix needs <= 256 for two CTAs'
 # registers per SM (640x512 panels 5.4 vs 6.9 ms at 512); 2-8 CTAs hold few rows and gain from
 # 16 warps (60x1024 panels 4.7 vs 5.1 ms, 2x4096 on 8 CTAs 13.9 vs 17.8 ms); 16 CTAs serve only
@@ -1471,20 +1474,23 @@ if cutlass is not None:
             self._store_column(sP, rA, k, 0, n, lane, first)
 
     class SquareByPointers:
-        """A square plan's kernel on a contiguous batch x n x n input and output and a batch x n tau, given as
-        raw pointers: a call then builds three `make_ptr` (~1 us each on the host) instead of three DLPack
-        views (~8 us each). Offsets are 64-bit; the kernel reads no T or cluster scratch."""
+        """A square plan's kernel on batch x n x n input and output matrices and a batch x n tau, given as
+        raw pointers to their first entries, in rows of `ld` floats (ld >= n) and ld^2 floats a matrix, tau
+        ld floats a matrix: the whole of contiguous tensors (ld = n), or the trailing squares of a blocked
+        factorization's matrices. A call builds three `make_ptr` (~1 us each on the host) instead of three
+        DLPack views (~8 us each). Offsets are 64-bit; the kernel reads no T or cluster scratch, and it
+        stages a whole matrix before it writes any of it, so input and output may be the same memory."""
 
         def __init__(self, panel):
             self.panel = panel
 
         @cute.jit
         def __call__(self, pA: cute.Pointer, pH: cute.Pointer, pTau: cute.Pointer, batch: cutlass.Int32,
-                     n: cutlass.Int32, stream: cuda.CUstream):
-            n64 = cutlass.Int64(n)
-            matrices = cute.make_layout((batch, n, n), stride=(n64 * n64, n64, 1))
-            mTau = cute.make_tensor(pTau, cute.make_layout((batch, n), stride=(n64, 1)))
-            unused = cute.make_tensor(pTau, cute.make_layout((batch, 1, 1), stride=(n64, 1, 1)))
+                     n: cutlass.Int32, ld: cutlass.Int32, stream: cuda.CUstream):
+            ld64 = cutlass.Int64(ld)
+            matrices = cute.make_layout((batch, n, n), stride=(ld64 * ld64, ld64, 1))
+            mTau = cute.make_tensor(pTau, cute.make_layout((batch, n), stride=(ld64, 1)))
+            unused = cute.make_tensor(pTau, cute.make_layout((batch, 1, 1), stride=(ld64, 1, 1)))
             self.panel.launch(cute.make_tensor(pA, matrices), cute.make_tensor(pH, matrices), mTau, unused, unused,
                               cutlass.Int32(0), stream)
 
@@ -1609,6 +1615,18 @@ def make_plan(batch: int, n: int, sms: int, smem: int) -> Plan | None:
     return plan
 
 
+def square_tail(batch: int, n: int, sms: int, smem: int) -> int | None:
+    """The column c from which a blocked factorization hands its trailing squares H[b, c:, c:] to the
+    square kernel: the first panel column past the first with n - c <= SQUARE_TAIL_MAX_N whose square
+    plan fits in shared memory and runs in one wave (`resident`); None if none does."""
+    for c in range(PANEL_WIDTH, n, PANEL_WIDTH):
+        if n - c <= SQUARE_TAIL_MAX_N:
+            plan = make_plan(batch, n - c, sms, smem)
+            if plan is not None and plan.square and plan.resident:
+                return c
+    return None
+
+
 # ---------------------------------------------------------------------------
 # Compile cache (keyed by Plan; batch and n are run-time sizes)
 # ---------------------------------------------------------------------------
@@ -1620,11 +1638,14 @@ def _cute_tensor(t: torch.Tensor):
     return from_dlpack(t, assumed_align=16).mark_layout_dynamic(leading_dim=t.dim() - 1)
 
 
-def _square_pointer_args(a: torch.Tensor, h: torch.Tensor, tau: torch.Tensor, stream) -> tuple:
-    """SquareByPointers' arguments: read a, write h and tau (all contiguous float32)."""
+def _square_pointer_args(a: torch.Tensor, h: torch.Tensor, tau: torch.Tensor, stream, c: int = 0) -> tuple:
+    """SquareByPointers' arguments: read a, write h and tau (all contiguous float32), each matrix from
+    row and column c on (its trailing square; c = 0: all of it)."""
     batch, n, _ = h.shape
-    pointers = (make_ptr(cutlass.Float32, x.data_ptr(), cute.AddressSpace.gmem, assumed_align=4) for x in (a, h, tau))
-    return (*pointers, cutlass.Int32(batch), cutlass.Int32(n), stream)
+    offsets = (c * n + c, c * n + c, c)
+    pointers = (make_ptr(cutlass.Float32, x.data_ptr() + 4 * offset, cute.AddressSpace.gmem, assumed_align=4)
+                for x, offset in zip((a, h, tau), offsets))
+    return (*pointers, cutlass.Int32(batch), cutlass.Int32(n - c), cutlass.Int32(n), stream)
 
 
 def _panel_kernel(plan: Plan, args: tuple, by_pointers: bool = False):
@@ -1773,8 +1794,10 @@ class Factorization:
 
     `launch()` queues the whole factorization of `self.h`, in place, on the
     current stream: one kernel for a square plan; otherwise each panel is
-    factored, then its block reflector is applied to the trailing columns.
-    Each panel's kernel holds only the rows left below it (`panel_plan`).
+    factored, then its block reflector is applied to the trailing columns,
+    until the square kernel factors the trailing squares from column
+    `tail` on in place (`square_tail`; None: panels to the end). Each
+    panel's kernel holds only the rows left below it (`panel_plan`).
     The sequence is captured once in a CUDA graph, so a call costs one copy
     in, one replay and two copies out whatever the number of panels; plans
     with at least EAGER_MIN_PANEL_BYTES of h per panel, and square plans
@@ -1796,7 +1819,8 @@ class Factorization:
     updates run partly on a side stream (see `launch`).
     """
 
-    def __init__(self, batch: int, n: int, device: torch.device, lookahead: bool | None = None):
+    def __init__(self, batch: int, n: int, device: torch.device, lookahead: bool | None = None,
+                 tail: bool = True):
         sms, smem = _device_limits(device.index)
         self.plan = plan = make_plan(batch, n, sms, smem)
         width = plan.width
@@ -1808,6 +1832,7 @@ class Factorization:
             lookahead = plan.cluster > 1 and n >= LOOKAHEAD_MIN_N
         self.lookahead = lookahead and not plan.square
         self.reads_input = False
+        self.tail = None if plan.square or not tail else square_tail(batch, n, sms, smem)
         if plan.square:
             self.t = torch.zeros((2, batch, 1, 1), **zeros)     # not read by a square plan
             scratch = self.t[0]
@@ -1820,7 +1845,7 @@ class Factorization:
             scratch = torch.zeros((batch, plan.cluster, scratch_slots(width)), **zeros)
             # (c, update of the next panel's columns, update of the rest); without look-ahead all is "rest"
             self.steps = []
-            for c in range(0, n, width):
+            for c in range(0, n if self.tail is None else self.tail, width):
                 split = min(c + 2 * width, n) if self.lookahead else c + width
                 self.steps.append((c, _update(batch, n, c, c + width, split, LOOKAHEAD_BLOCK_N, sms),
                                    _update(batch, n, c, split, n, TRAIL_BLOCK_N, sms)))
@@ -1848,6 +1873,9 @@ class Factorization:
             self.cute_args = None if self.eager else cute_args
             self.panels = [_panel_kernel(panel_plan(plan, n, c), (*cute_args[0], cutlass.Int32(c), stream))
                            for c, _, _ in self.steps]
+            if self.tail is not None:
+                self.tail_kernel = _panel_kernel(make_plan(batch, n - self.tail, sms, smem),
+                                                 _square_pointer_args(h, h, tau, stream, self.tail), by_pointers=True)
         self.lock = threading.Lock()
         self.done = torch.cuda.Event()
 
@@ -1905,7 +1933,7 @@ class Factorization:
             self.panels[0](*_square_pointer_args(h if source is None else source, h, tau, stream))
             return
         if h is None:
-            h, cute_args = self.h, self.cute_args
+            h, tau, cute_args = self.h, self.tau, self.cute_args
         else:
             cute_args = self._cute_args(h, tau)
         if not self.plan.square:
@@ -1929,6 +1957,8 @@ class Factorization:
                 rest_done = self.side.record_event()
         if not self.plan.square:
             main.wait_stream(self.side)
+            if self.tail is not None:
+                self.tail_kernel(*_square_pointer_args(h, h, tau, stream, self.tail))
             _lift(h, self.size, inverse=True)
             self.size.zero_()
 

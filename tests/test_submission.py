@@ -103,6 +103,20 @@ def test_a_panel_holds_only_the_rows_left():
     assert submission.panel_plan(square, 176, 0) == square
 
 
+def test_blocked_plans_end_with_a_one_wave_square_kernel():
+    tails = {(batch, n): submission.square_tail(batch, n, H200_SMS, H200_SMEM)
+             for batch, n in submission.BENCHMARK_SHAPES if not submission.make_plan(batch, n, H200_SMS,
+                                                                                      H200_SMEM).square}
+    assert tails == {(40, 352): 128, (640, 512): None, (60, 1024): 800, (8, 2048): 1824, (2, 4096): 3872}
+    width, most = submission.PANEL_WIDTH, submission.SQUARE_TAIL_MAX_N
+    for n in range(233, 1300, 7):
+        c = submission.square_tail(3, n, H200_SMS, H200_SMEM)
+        assert c % width == 0 and most - width < n - c <= most     # the first panel column that fits
+        tail = submission.make_plan(3, n - c, H200_SMS, H200_SMEM)
+        assert tail.square and tail.resident
+    assert submission.square_tail(200, 512, H200_SMS, H200_SMEM) is None      # 200 CTAs: two waves
+
+
 # ---------------------------------------------------------------------------
 # Fallbacks and errors (CPU)
 # ---------------------------------------------------------------------------
@@ -293,7 +307,7 @@ def test_side_streams(batch, n):
 def test_compile_cache_keyed_by_plan_not_batch_or_n():
     submission.custom_kernel(torch.randn((3, 300, 300), device="cuda"))
     compiled = dict(submission._COMPILED)
-    for batch, n in [(5, 300), (3, 290)]:        # the same plan: 16-CTA clusters, 32 rows a CTA
+    for batch, n in [(5, 300), (3, 298)]:        # the same plans: 16-CTA clusters, 32 rows a CTA; tails of 208
         a = torch.randn((batch, n, n), device="cuda")
         assert_factors(a, submission.custom_kernel(a))
     assert submission._COMPILED == compiled
@@ -310,6 +324,23 @@ def test_lookahead_and_plain_launch_orders_both_factor(batch, n):
     for lookahead in (False, True):
         f = submission.Factorization(batch, n, a.device, lookahead=lookahead)
         assert_factors(a, f(a))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("batch,n", [(3, 300), (2, 1100), (40, 352)])
+def test_square_tail_leaves_the_panels_columns_as_they_were(batch, n):
+    # the panels before the tail run the same kernels either way: their columns come out bit for bit
+    a = reference.generate_input(batch, n, 1, 79, "dense")
+    a[0] *= 1e-30                   # lifted before the panels, its R scaled back after the tail
+    tailed = submission.Factorization(batch, n, a.device)
+    assert tailed.tail is not None
+    h, tau = tailed(a)
+    ref_h, ref_tau = submission.Factorization(batch, n, a.device, tail=False)(a)
+    c = tailed.tail
+    assert torch.equal(h[..., :c], ref_h[..., :c]) and torch.equal(tau[:, :c], ref_tau[:, :c])
+    assert torch.equal(h[:, :c, c:], ref_h[:, :c, c:])        # R's rows above the tail
+    assert_factors(a, (h, tau))
+    assert_factors(a, (ref_h, ref_tau))
 
 
 @pytest.mark.gpu
