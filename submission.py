@@ -97,6 +97,8 @@ SQUARE_MAX_COPIES = 2
 SQUARE_RING = 4             # mbarriers per copy: a peer's columns of block b complete mbarrier (b - 2) % (RING copies)
 # a blocked plan hands its trailing square to the square kernel (one launch instead of its last panels
 # and updates) once at most this many columns are left, where that square kernel runs in one wave
+# (H200, side by side with panels to the end: 40x352 -22%, 60x1024 -3%, 8x2048 -2%, 2x4096 -1%; at
+# 640x512, in several waves, +0 to +30% for squares of 64 to 224)
 SQUARE_TAIL_MAX_N = 232
 # threads of a panel CTA by cluster size (H200): one CTA per matrix needs <= 256 for two CTAs'
 # registers per SM (640x512 panels 5.4 vs 6.9 ms at 512); 2-8 CTAs hold few rows and gain from
@@ -1796,8 +1798,9 @@ class Factorization:
     current stream: one kernel for a square plan; otherwise each panel is
     factored, then its block reflector is applied to the trailing columns,
     until the square kernel factors the trailing squares from column
-    `tail` on in place (`square_tail`; None: panels to the end). Each
-    panel's kernel holds only the rows left below it (`panel_plan`).
+    `tail` on in place (`square_tail`; None, or the argument tail=False:
+    panels to the end). Each panel's kernel holds only the rows left below
+    it (`panel_plan`).
     The sequence is captured once in a CUDA graph, so a call costs one copy
     in, one replay and two copies out whatever the number of panels; plans
     with at least EAGER_MIN_PANEL_BYTES of h per panel, and square plans
@@ -1865,6 +1868,7 @@ class Factorization:
         self.cute_t = [_cute_tensor(self.t[parity]) for parity in (0, 1)]
         self.cute_scratch = _cute_tensor(scratch)
         stream = cuda.CUstream(torch.cuda.current_stream(device).cuda_stream)
+        self.tail_kernel = None
         if plan.square and self.eager:      # launched by raw pointers: no CuTe views of h and tau
             self.cute_args = None
             self.panels = [_panel_kernel(plan, _square_pointer_args(h, h, tau, stream), by_pointers=True)]

@@ -5,8 +5,10 @@
 For each shape, times (CUDA events, L2 flushed, median of --repeats) a call
 (`custom_kernel`: copy in, CUDA-graph replay, copies out), the same launch
 sequence issued eagerly, the eager sequence with the trailing updates left
-out (panels only) and with the panel kernels left out (trailing only), and
-the host time of one eager sequence and of one call while the GPU is busy.
+out (panels only, with the square kernel of the last columns where a plan
+has one) and with the panel kernels and that square kernel left out
+(trailing only), and the host time of one eager sequence and of one call
+while the GPU is busy.
 Variants that skip a stage compute garbage; only their times mean anything.
 """
 import argparse
@@ -75,7 +77,8 @@ def main(argv: list[str]) -> int:
                 f.launch(*out)
 
         def trailing_only(_):
-            with mock.patch.object(f, "panels", [skip] * len(f.panels)):
+            with mock.patch.object(f, "panels", [skip] * len(f.panels)), \
+                    mock.patch.object(f, "tail_kernel", skip if f.tail_kernel else None):
                 f.launch(*out)
 
         times = [_time_ms(fn, a, args.repeats) for fn in (f, eager, panels_only, trailing_only)]
