@@ -1619,8 +1619,8 @@ def make_plan(batch: int, n: int, sms: int, smem: int) -> Plan | None:
 
 def square_tail(batch: int, n: int, sms: int, smem: int) -> int | None:
     """The column c from which a blocked factorization hands its trailing squares H[b, c:, c:] to the
-    square kernel: the first panel column past the first with n - c <= SQUARE_TAIL_MAX_N whose square
-    plan fits in shared memory and runs in one wave (`resident`); None if none does."""
+    square kernel: the first panel column c > 0 with n - c <= SQUARE_TAIL_MAX_N whose square plan fits
+    in shared memory and runs in one wave (`resident`); None if none does."""
     for c in range(PANEL_WIDTH, n, PANEL_WIDTH):
         if n - c <= SQUARE_TAIL_MAX_N:
             plan = make_plan(batch, n - c, sms, smem)
