@@ -24,12 +24,15 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 DEFAULT_SHAPES = "640x512,60x1024,2x4096"
-PANEL_KERNEL = "HouseholderPanel"       # in the CuTe kernel's mangled name
+PANEL_KERNEL = "HouseholderPanel"       # in the CuTe kernels' mangled names
+SQUARE_KERNEL = "BlockedSquareQR"       # the square kernel, which ends a blocked plan's call where it fits
 GPU_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")
 
 
 def _short_name(name: str) -> str:
-    return "panel (CuTe)" if PANEL_KERNEL in name else name[:48]
+    if PANEL_KERNEL in name:
+        return "panel (CuTe)"
+    return "square (CuTe)" if SQUARE_KERNEL in name else name[:48]
 
 
 def _gpu_events(trace: dict) -> list[dict]:
