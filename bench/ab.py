@@ -54,27 +54,25 @@ def load_variant(text: str):
     return name, module.custom_kernel
 
 
-def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--variant", action="append", required=True, help="name=file[:CONST=VALUE...]")
-    parser.add_argument("--shapes", default="", help="batch x n list, e.g. 20x32,640x512 (default: all)")
-    parser.add_argument("--rounds", type=int, default=15)
-    args = parser.parse_args(argv)
-
-    variants = dict(load_variant(v) for v in args.variant)
-    wanted = {tuple(map(int, s.split("x"))) for s in args.shapes.split(",") if s}
+def benchmark_cases(shapes: set) -> list:
+    """The first benchmark case of each batch x n in `shapes` (all shapes when empty), plus a dense
+    cond-1 case for a shape no benchmark has."""
     cases, seen = [], set()
     for case in harness.parse_specs(harness.task_yml_specs("benchmarks"), "task.yml", None):
         shape = (case.args["batch"], case.args["n"])
-        if shape not in seen and (not wanted or shape in wanted):
+        if shape not in seen and (not shapes or shape in shapes):
             seen.add(shape)
             cases.append(case)
-    others = "\n".join(f"batch: {b}; n: {n}; cond: 1; seed: {OTHER_SHAPES_SEED}" for b, n in sorted(wanted - seen))
-    cases += harness.parse_specs(others, "--shapes", None) if others else []
+    others = "\n".join(f"batch: {b}; n: {n}; cond: 1; seed: {OTHER_SHAPES_SEED}" for b, n in sorted(shapes - seen))
+    return cases + (harness.parse_specs(others, "--shapes", None) if others else [])
 
-    print(f"{torch.cuda.get_device_name()}; rounds {args.rounds}", flush=True)
+
+def time_side_by_side(cases: list, variants: dict, rounds: int) -> bool:
+    """Per case, check every variant's output once, then time `rounds` interleaved rounds and print each
+    variant's median time per call and its ratio to the first variant's; False if any check failed."""
+    print(f"{torch.cuda.get_device_name()}; rounds {rounds}", flush=True)
     print(f"{'shape':>10s}" + "".join(f"{name + ' ms':>16s}" for name in variants), flush=True)
-    failed = False
+    passed = True
     for case in cases:
         inputs = compare._inputs(case.args)
         device = inputs[0].device
@@ -84,10 +82,10 @@ def main(argv: list[str]) -> int:
                 ok, message = reference.check_implementation(x, factor(x))
                 if not ok:
                     print(f"  {name} fails {case.spec}: {message}", flush=True)
-                    failed = True
+                    passed = False
             times[name] = []
         watch = utils.Stopwatch(device)
-        for _ in range(args.rounds):
+        for _ in range(rounds):
             for name, factor in variants.items():
                 utils.synchronize(device)
                 utils.flush_l2(device)
@@ -102,7 +100,19 @@ def main(argv: list[str]) -> int:
         cells = "".join(f"{m:9.3f} ({m / first:4.2f})" for m in medians.values())
         print(f"{case.args['batch']:>5d}x{case.args['n']:<4d}{cells}", flush=True)
         del inputs
-    return 1 if failed else 0
+    return passed
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--variant", action="append", required=True, help="name=file[:CONST=VALUE...]")
+    parser.add_argument("--shapes", default="", help="batch x n list, e.g. 20x32,640x512 (default: all)")
+    parser.add_argument("--rounds", type=int, default=15)
+    args = parser.parse_args(argv)
+
+    variants = dict(load_variant(v) for v in args.variant)
+    shapes = {tuple(map(int, s.split("x"))) for s in args.shapes.split(",") if s}
+    return 0 if time_side_by_side(benchmark_cases(shapes), variants, args.rounds) else 1
 
 
 if __name__ == "__main__":
