@@ -120,16 +120,25 @@ TRAIL_BLOCK_N = 64          # columns of a trailing-update tile (64 beat 128 by 
 TRAIL_WARPS = 4
 TRAIL_MIN_PROGRAMS = 2      # V^T C gets at least this many programs per SM (row splits if needed)
 TRAIL_FUSE_PROGRAMS = 4     # from this many column tiles per SM, one launch does V^T C and the update
-TRAIL_FUSED_BLOCK_M = 32    # rows of a tile of that launch (-2% vs 64 at 640x512)
+TRAIL_FUSED_BLOCK_M = ((32, 32), (64, 64))   # (W <=, rows of a tile of that launch): -2% vs 64 at 640x512
+                                            # for W = 32; for W = 64, 64 rows run at 0.65 of 32's time
 # software-pipeline stages of the trailing kernels' row loops: 1 (no prefetch) leaves room for more
 # programs per SM; H200 vs 3: -15% at 640x512, -13% at 60x1024; vs 2: -4% at 40x352, 0 at 8x2048
 TRAIL_STAGES = 1
+TRAIL_IEEE_MAX_W = tl.constexpr(32)     # wider split updates form T^T V^T C on tensor cores (3xBF16)
 MAX_CACHED_SHAPES = 16      # (device, batch, n) whose buffers and CUDA graph stay alive ...
 MAX_CACHED_BYTES = 2 << 30  # ... while their buffers take at most this much device memory
 # look-ahead (panel k+1 factored while panel k's trailing update runs) for cluster plans from this n;
 # H200: -6% at 60x1024, -8% at 8x2048, -14% at 2x4096; +1-2% at 640x512 (G=1) and 40x352
 LOOKAHEAD_MIN_N = 1024
 LOOKAHEAD_BLOCK_N = 32      # columns of a tile of the next panel's update
+MERGE_BLOCK_M = 64          # rows a trip of a pair's V1^T V2 (float32 FMA; split by rows like V^T C)
+# panels go in pairs, merged into one block reflector of 2 x PANEL_WIDTH columns for one pass over the
+# trailing columns instead of two, while the trailing matrices hold at least this many bytes and that
+# pass is one fused launch: there DRAM passes, not the panels, set a step's time. H200: 640x512 -8%,
+# 60x1024 -10% (16 and 32 MB the same within 1%); pairs whose pass is split by rows (few matrices, a
+# chain of panels that the updates hide behind) lost: 8x2048 -1%, 2x4096 +7%
+PAIR_MIN_BYTES = 64 << 20
 CAPTURE_MODE = "thread_local"   # other threads' CUDA calls are not captured and not refused
 CAPTURE_ATTEMPTS = 3        # graph captures tried per shape before it stays on eager launches
 # blocked plans whose h holds at least this many bytes per panel launch eagerly into fresh outputs,
@@ -489,12 +498,61 @@ def _wy_apply_kernel(
     for s in range(splits):
         vtc += tl.load(y_tile + s * stride_ys, mask=(cols < col_hi)[None, :], other=0.0)
     t_trans = tl.load(t_ptr + k[None, :] * W + k[:, None])
-    y_big, y_small = _bf16_pair(tl.dot(t_trans, vtc, input_precision="ieee"))
+    if W > TRAIL_IEEE_MAX_W:        # a program's W x W x BLOCK_N float32 product would exceed its registers
+        y = _dot_3xbf16(t_trans, vtc, tl.zeros((W, BLOCK_N), dtype=tl.float32))
+    else:
+        y = tl.dot(t_trans, vtc, input_precision="ieee")
+    y_big, y_small = _bf16_pair(y)
 
     # ----- C := C - V Y -----
     rows = c + pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     v, tile = _load_block(h_ptr, h_ptr, 1.0, rows, c, n, c, cols, col_hi, n, W)
     _subtract_reflected(h_ptr, rows, cols, col_hi, n, v, tile, y_big, y_small)
+
+
+@triton.jit
+def _pair_gram_kernel(h_ptr, g_ptr, n, c, rows_per_split, W: tl.constexpr, BLOCK_M: tl.constexpr):
+    """g[split, b] := V1^T V2 over the split's rows, for V1, V2 the reflectors of the panels at c and c + W
+    (V2 is 0 above row c + W, so the rows run from there), in float32 (no tensor-core rounding)."""
+    split = tl.program_id(0)
+    b = tl.program_id(1)
+    h_ptr += b.to(tl.int64) * n * n
+    row_lo = c + W + split * rows_per_split
+    row_hi = tl.minimum(row_lo + rows_per_split, n)
+    gram = tl.zeros((W, W), dtype=tl.float32)
+    for r0 in range(row_lo, row_hi, BLOCK_M):
+        rows = r0 + tl.arange(0, BLOCK_M)
+        v1 = _load_reflectors(h_ptr, rows, row_lo, row_hi, c, n, W)
+        v2 = _load_reflectors(h_ptr, rows, row_lo, row_hi, c + W, n, W)
+        gram = tl.dot(tl.trans(v1), v2, gram, input_precision="ieee")
+    k = tl.arange(0, W)
+    tl.store(g_ptr + (split * tl.num_programs(1) + b).to(tl.int64) * W * W + k[:, None] * W + k[None, :], gram)
+
+
+@triton.jit
+def _merge_reflectors_kernel(g_ptr, t_ptr, t_next_ptr, t_pair_ptr, splits, W: tl.constexpr):
+    """T of the panels at c and c + W as one block reflector of 2W columns (2W x 2W, row-major):
+
+        (I - V1 T1 V1^T)(I - V2 T2 V2^T) = I - [V1 V2] [[T1, -T1 (V1^T V2) T2], [0, T2]] [V1 V2]^T
+
+    with T1 in t, T2 in t_next (W x W, row-major) and V1^T V2 the sum of g's splits in split order (the
+    same bits every run), all in float32: T's entries weigh every later update.
+    """
+    b = tl.program_id(0)
+    batch = tl.num_programs(0)
+    k = tl.arange(0, W)
+    square = k[:, None] * W + k[None, :]
+    gram = tl.zeros((W, W), dtype=tl.float32)
+    for split in range(splits):
+        gram += tl.load(g_ptr + (split * batch + b).to(tl.int64) * W * W + square)
+    t1 = tl.load(t_ptr + b.to(tl.int64) * W * W + square)
+    t2 = tl.load(t_next_ptr + b.to(tl.int64) * W * W + square)
+    t12 = -tl.dot(tl.dot(t1, gram, input_precision="ieee"), t2, input_precision="ieee")
+    pair = t_pair_ptr + b.to(tl.int64) * 4 * W * W + k[:, None] * (2 * W) + k[None, :]
+    tl.store(pair, t1)
+    tl.store(pair + W, t12)
+    tl.store(pair + 2 * W * W, tl.zeros((W, W), dtype=tl.float32))
+    tl.store(pair + 2 * W * W + W, t2)
 
 
 # ---------------------------------------------------------------------------
@@ -1690,6 +1748,57 @@ def _update(batch: int, n: int, c: int, col_lo: int, col_hi: int, block_n: int, 
     return Update(col_lo, col_hi, max(1, min(splits, triton.cdiv(n - c, TRAIL_BLOCK_M))), block_n, False)
 
 
+@dataclass(frozen=True)
+class Step:
+    """One step of a blocked factorization: the panel at c, or with `pair` the panels at c and
+    c + PANEL_WIDTH (`inner`: the first one's reflector on the second one's columns) merged into one
+    block reflector; then the step's block reflector on `next` (look-ahead: the columns of the next
+    step's panels) and on `rest`, the columns beyond."""
+
+    c: int
+    pair: bool
+    inner: Update | None
+    next: Update | None
+    rest: Update | None
+
+
+def schedule(batch: int, n: int, end: int, lookahead: bool, sms: int) -> list[Step]:
+    """The steps that factor the panels of columns [0, end) of batch n x n matrices, every update
+    reaching column n.
+
+    Without look-ahead a step updates all columns right of its panels. With
+    it, a step updates the next step's panel columns first and the rest
+    apart (on a side stream, see `Factorization.launch`). While the
+    trailing matrices hold at least PAIR_MIN_BYTES, two panels fit before
+    `end` and the rest update would be one fused launch, steps take pairs
+    of panels; under look-ahead a pair updates the next two panels' columns
+    first, so that the next pair's first panel and its inner update need
+    no wait for the rest update before it. Pairs come first: once a step is
+    single, all later ones are.
+    """
+    W = PANEL_WIDTH
+    steps = []
+    c = 0
+    pairs = True
+    while c < end:
+        if pairs and c + 2 * W <= end and batch * (n - c) ** 2 * 4 >= PAIR_MIN_BYTES:
+            split = min(c + 4 * W, n) if lookahead else c + 2 * W
+            rest = _update(batch, n, c, split, n, TRAIL_BLOCK_N, sms)
+            pairs = rest is not None and rest.fused
+        else:
+            pairs = False
+        if pairs:
+            steps.append(Step(c, True, _update(batch, n, c, c + W, c + 2 * W, LOOKAHEAD_BLOCK_N, sms),
+                              _update(batch, n, c, c + 2 * W, split, LOOKAHEAD_BLOCK_N, sms), rest))
+            c += 2 * W
+        else:
+            split = min(c + 2 * W, n) if lookahead else c + W
+            steps.append(Step(c, False, None, _update(batch, n, c, c + W, split, LOOKAHEAD_BLOCK_N, sms),
+                              _update(batch, n, c, split, n, TRAIL_BLOCK_N, sms)))
+            c += W
+    return steps
+
+
 # (device, n, input 16-byte aligned, which of the three strides are below 2^31)
 #   -> the compiled kernel's launcher, whether to call its C entry directly, its function and metadata,
 #      Triton's current-stream getter and the kernel's N (n rounded up to a power of two, at least 16)
@@ -1765,7 +1874,8 @@ def _lift(h, size, inverse: bool, col_end: int | None = None):
 
 
 def _apply_block_reflector(h, y, t, c: int, width: int, update: Update, source=None):
-    """H[:, c:, cols] := (I - V T V^T)^T H[:, c:, cols] with V, T of the panel at c, cols of `update`.
+    """H[:, c:, cols] := (I - V T V^T)^T H[:, c:, cols] with V, T of the `width` columns of reflectors from
+    c (a panel's, or a pair's merged into one block), cols of `update`.
 
     One launch when the update is `fused`; otherwise V^T C is summed over
     row splits into `y` and a second launch applies it. With `source` =
@@ -1780,8 +1890,8 @@ def _apply_block_reflector(h, y, t, c: int, width: int, update: Update, source=N
                   num_stages=TRAIL_STAGES)
     if update.fused:
         a, size = (h, h) if source is None else source     # (h, h): not read
-        _wy_update_kernel[(col_tiles, batch)](h, t, a, size, *sizes, **{**blocks, "BLOCK_M": TRAIL_FUSED_BLOCK_M},
-                                              FROM_INPUT=source is not None)
+        fused = {**blocks, "BLOCK_M": _pick(TRAIL_FUSED_BLOCK_M, width)}
+        _wy_update_kernel[(col_tiles, batch)](h, t, a, size, *sizes, **fused, FROM_INPUT=source is not None)
         return
     rows_per_split = triton.cdiv(triton.cdiv(rows, update.splits), TRAIL_BLOCK_M) * TRAIL_BLOCK_M
     splits = triton.cdiv(rows, rows_per_split)
@@ -1789,6 +1899,18 @@ def _apply_block_reflector(h, y, t, c: int, width: int, update: Update, source=N
     _wy_project_kernel[(col_tiles, splits, batch)](h, y, *sizes, rows_per_split, *strides, **blocks)
     _wy_apply_kernel[(triton.cdiv(rows, TRAIL_BLOCK_M), col_tiles, batch)](
         h, y, t, *sizes, splits, *strides, **blocks)
+
+
+def _merge_reflectors(h, gram, t, t_next, t_pair, c: int, width: int):
+    """t_pair := the block reflector T of the panels at c and c + width (T in t and t_next), 2 width wide,
+    their V1^T V2 summed over as many row splits as `gram` (splits x batch x width x width) holds."""
+    batch, n, _ = h.shape
+    splits = gram.shape[0]
+    rows_per_split = triton.cdiv(triton.cdiv(n - c - width, splits), MERGE_BLOCK_M) * MERGE_BLOCK_M
+    splits = triton.cdiv(n - c - width, rows_per_split)
+    _pair_gram_kernel[(splits, batch)](h, gram, n, c, rows_per_split, W=width, BLOCK_M=MERGE_BLOCK_M,
+                                       num_warps=TRAIL_WARPS)
+    _merge_reflectors_kernel[(batch,)](gram, t, t_next, t_pair, splits, W=width, num_warps=TRAIL_WARPS)
 
 
 class Factorization:
@@ -1839,29 +1961,33 @@ class Factorization:
         if plan.square:
             self.t = torch.zeros((2, batch, 1, 1), **zeros)     # not read by a square plan
             scratch = self.t[0]
-            self.steps = [(0, None, None)]
+            self.steps = [Step(0, False, None, None, None)]
+            self.t_pair = self.pair_gram = None
             buffers = [self.t]
             self.reads_input = self.eager
         else:
             self.size = torch.zeros(batch, **zeros)         # max |a[b]|, reset to 0 at the end of launch()
             self.t = torch.zeros((2, batch, width, width), **zeros)     # T of even and odd panels
             scratch = torch.zeros((batch, plan.cluster, scratch_slots(width)), **zeros)
-            # (c, update of the next panel's columns, update of the rest); without look-ahead all is "rest"
-            self.steps = []
-            for c in range(0, n if self.tail is None else self.tail, width):
-                split = min(c + 2 * width, n) if self.lookahead else c + width
-                self.steps.append((c, _update(batch, n, c, c + width, split, LOOKAHEAD_BLOCK_N, sms),
-                                   _update(batch, n, c, split, n, TRAIL_BLOCK_N, sms)))
-            # V^T C partials of the updates split by rows (one launch does the others)
+            self.steps = schedule(batch, n, n if self.tail is None else self.tail, self.lookahead, sms)
+            pairs = any(step.pair for step in self.steps)
+            # T of the pairs' merged block reflectors, by parity of the step, and the row splits of their V1^T V2
+            self.t_pair = torch.zeros((2, batch, 2 * width, 2 * width), **zeros) if pairs else None
+            gram_splits = max(1, min(triton.cdiv(TRAIL_MIN_PROGRAMS * sms, batch), triton.cdiv(n - width, MERGE_BLOCK_M)))
+            self.pair_gram = torch.zeros((gram_splits, batch, width, width), **zeros) if pairs else None
+            # V^T C partials of the updates split by rows (one launch does the others): main and side stream
             self.y_next, self.y_rest = (
-                torch.zeros((max([u.splits for u in updates if u and not u.fused] or [1]), batch, width,
+                torch.zeros((max([u.splits for u in updates if u and not u.fused] or [1]), batch,
+                             2 * width if pairs else width,
                              max([u.col_hi - u.col_lo for u in updates if u and not u.fused] or [1])),
                             **zeros)
-                for updates in zip(*[step[1:] for step in self.steps]))
+                for updates in ([u for step in self.steps for u in (step.inner, step.next)],
+                                [step.rest for step in self.steps]))
             self.side = torch.cuda.Stream(device)
-            first_updates = self.steps[0][1:]
-            self.reads_input = self.eager and first_updates[0] is None and first_updates[1].fused
-            buffers = [self.size, self.t, scratch, self.y_next, self.y_rest]
+            first = self.steps[0]
+            self.reads_input = (self.eager and first.next is None and first.rest.fused
+                                and (first.inner is None or first.inner.fused))
+            buffers = [self.size, self.t, scratch, self.y_next, self.y_rest] + ([self.t_pair, self.pair_gram] if pairs else [])
         if not self.eager:
             buffers += [h, tau]
         self.nbytes = sum(x.numel() * x.element_size() for x in buffers)
@@ -1876,7 +2002,7 @@ class Factorization:
             cute_args = self._cute_args(h, tau)
             self.cute_args = None if self.eager else cute_args
             self.panels = [_panel_kernel(panel_plan(plan, n, c), (*cute_args[0], cutlass.Int32(c), stream))
-                           for c, _, _ in self.steps]
+                           for c in range(0, n if self.tail is None else self.tail, width)]
             if self.tail is not None:
                 self.tail_kernel = _panel_kernel(make_plan(batch, n - self.tail, sms, smem),
                                                  _square_pointer_args(h, h, tau, stream, self.tail), by_pointers=True)
@@ -1929,7 +2055,14 @@ class Factorization:
         on the current stream and the rest of the trailing matrix on the side
         stream, so panel k+1 is factored while that update runs; the next
         panel's update waits for the previous rest update (its columns were
-        in it), and T alternates between two buffers.
+        in it), and T alternates between two buffers. A pair step factors
+        panel k, updates panel k+1's columns with it, factors panel k+1 and
+        merges the two T (all on the current stream, while the previous rest
+        update runs), then applies the merged reflector to the next pair's
+        columns (after that rest update) and to the rest on the side stream;
+        without look-ahead, to all columns right of the pair. Its T
+        alternates between two buffers too: the merge of step p+2 comes
+        after step p+1 waited for step p's rest update.
         """
         main = torch.cuda.current_stream()
         stream = cuda.CUstream(main.cuda_stream)
@@ -1943,21 +2076,30 @@ class Factorization:
         if not self.plan.square:
             _lift(h, self.size, inverse=False, col_end=None if source is None else self.plan.width)
             self.side.wait_stream(main)
+        W = self.plan.width
         rest_done = None
-        for k, (c, next_update, rest_update) in enumerate(self.steps):
-            self.panels[k](*cute_args[k % 2], cutlass.Int32(c), stream)
-            panel_done = main.record_event() if self.lookahead else None
-            if next_update:
+        for p, step in enumerate(self.steps):
+            k = step.c // W                 # the step's (first) panel
+            self.panels[k](*cute_args[k % 2], cutlass.Int32(step.c), stream)
+            t, width = self.t[k % 2], W
+            if step.pair:
+                _apply_block_reflector(h, self.y_next, t, step.c, W, step.inner,
+                                       (source, self.size) if k == 0 and source is not None else None)
+                self.panels[k + 1](*cute_args[(k + 1) % 2], cutlass.Int32(step.c + W), stream)
+                t, width = self.t_pair[p % 2], 2 * W
+                _merge_reflectors(h, self.pair_gram, self.t[k % 2], self.t[(k + 1) % 2], t, step.c, W)
+            reflector_done = main.record_event() if self.lookahead else None
+            if step.next:
                 if rest_done is not None:
                     main.wait_event(rest_done)
-                _apply_block_reflector(h, self.y_next, self.t[k % 2], c, self.plan.width, next_update)
-            if rest_update and not self.lookahead:
-                _apply_block_reflector(h, self.y_rest, self.t[k % 2], c, self.plan.width, rest_update,
+                _apply_block_reflector(h, self.y_next, t, step.c, width, step.next)
+            if step.rest and not self.lookahead:
+                _apply_block_reflector(h, self.y_rest, t, step.c, width, step.rest,
                                        (source, self.size) if k == 0 and source is not None else None)
-            elif rest_update:
-                self.side.wait_event(panel_done)
+            elif step.rest:
+                self.side.wait_event(reflector_done)
                 with torch.cuda.stream(self.side):
-                    _apply_block_reflector(h, self.y_rest, self.t[k % 2], c, self.plan.width, rest_update)
+                    _apply_block_reflector(h, self.y_rest, t, step.c, width, step.rest)
                 rest_done = self.side.record_event()
         if not self.plan.square:
             main.wait_stream(self.side)

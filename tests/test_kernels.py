@@ -94,31 +94,53 @@ def test_cluster_panel_with_extreme_and_nearly_repeated_columns(batch, n, cluste
     assert torch.allclose(t.double(), _larft(_unit_lower(ref_h), ref_tau), rtol=PANEL_RTOL, atol=PANEL_RTOL)
 
 
+@pytest.mark.parametrize("width", [WIDTH, 2 * WIDTH], ids=["panel", "pair"])
 @pytest.mark.parametrize("next_panel_only", [False, True], ids=["rest", "next-panel"])
 @pytest.mark.parametrize("batch,n,c,splits,fused", [
     (3, 200, 0, 1, True), (2, 333, 64, 1, True), (3, 200, 0, 1, False), (2, 333, 64, 3, False), (1, 512, 32, 4, False),
 ])
-def test_block_reflector_matches_float64(batch, n, c, splits, fused, next_panel_only):
+def test_block_reflector_matches_float64(batch, n, c, splits, fused, next_panel_only, width):
     torch.manual_seed(n)
     a = torch.randn((batch, n, n), device="cuda")
-    panel_h, panel_tau = torch.geqrf(a[:, c:, c:c + WIDTH].double())
+    panel_h, panel_tau = torch.geqrf(a[:, c:, c:c + width].double())
     h = a.clone()
-    h[:, c:, c:c + WIDTH] = panel_h.float()
+    h[:, c:, c:c + width] = panel_h.float()
     v = _unit_lower(panel_h)
     t = _larft(v, panel_tau)
-    trailing = a[:, c:, c + WIDTH:].double()
+    trailing = a[:, c:, c + width:].double()
     expected = trailing - v @ (t.transpose(-1, -2) @ (v.transpose(-1, -2) @ trailing))
 
     before = h.clone()
-    y = torch.full((splits, batch, WIDTH, n - WIDTH), float("nan"), device="cuda")
+    y = torch.full((splits, batch, width, n - width), float("nan"), device="cuda")
     if next_panel_only:
-        update = submission.Update(c + WIDTH, c + 2 * WIDTH, splits, submission.LOOKAHEAD_BLOCK_N, fused)
+        update = submission.Update(c + width, c + 2 * width, splits, submission.LOOKAHEAD_BLOCK_N, fused)
     else:
-        update = submission.Update(c + WIDTH, n, splits, submission.TRAIL_BLOCK_N, fused)
-    submission._apply_block_reflector(h, y, t.float().contiguous(), c, WIDTH, update)
+        update = submission.Update(c + width, n, splits, submission.TRAIL_BLOCK_N, fused)
+    submission._apply_block_reflector(h, y, t.float().contiguous(), c, width, update)
     got = h[:, c:, update.col_lo:update.col_hi].double()
     want = expected[:, :, :update.col_hi - update.col_lo]
     assert (got - want).abs().max() <= TRAILING_RTOL * want.abs().max()
     assert torch.equal(h[:, :, :update.col_lo], before[:, :, :update.col_lo])
     assert torch.equal(h[:, :, update.col_hi:], before[:, :, update.col_hi:])
     assert torch.equal(h[:, :c, :], before[:, :c, :])
+
+
+@pytest.mark.parametrize("splits", [1, 5])
+@pytest.mark.parametrize("batch,n,c", [(2, 200, 0), (1, 130, 64), (2, 97, 32), (3, 1100, 512)])
+def test_merged_reflector_matches_float64(batch, n, c, splits):
+    # the T of two panels' reflectors as one block of 2 x WIDTH equals larft of their 2 x WIDTH columns
+    torch.manual_seed(n + c)
+    a = torch.randn((batch, n, n), device="cuda", dtype=torch.float64)
+    panel_h, panel_tau = torch.geqrf(a[:, c:, c:c + 2 * WIDTH])
+    v = _unit_lower(panel_h)
+    h = a.float()
+    h[:, c:, c:c + 2 * WIDTH] = panel_h.float()
+    first = _larft(v[:, :, :WIDTH], panel_tau[:, :WIDTH]).float().contiguous()
+    second = _larft(v[:, WIDTH:, WIDTH:], panel_tau[:, WIDTH:]).float().contiguous()
+    merged = torch.full((batch, 2 * WIDTH, 2 * WIDTH), float("nan"), device="cuda")
+    before = h.clone()
+    gram = torch.full((splits, batch, WIDTH, WIDTH), float("nan"), device="cuda")    # as many as fit the rows
+    submission._merge_reflectors(h, gram, first, second, merged, c, WIDTH)
+    expected = _larft(v, panel_tau)
+    assert (merged.double() - expected).abs().max() <= PANEL_RTOL * expected.abs().max()
+    assert torch.equal(h, before)

@@ -109,7 +109,7 @@ want = trailing - v @ (t.transpose(1, 2) @ (v.transpose(1, 2) @ trailing))
 for fused, splits in ((True, 1), (False, 1), (False, 3)):
     for lo, hi, block_n in ((c + w, n, 64), (c + w, c + 2 * w, 32), (c + 2 * w, n, 64)):
         h = h0.clone()
-        y = torch.full((splits, batch, w, n - w), float("nan"))
+        y = torch.full((splits, batch, 2 * w, n - w), float("nan"))     # as wide as a pair's: W = w reads w rows
         submission._apply_block_reflector(h, y, t.float().contiguous(), c, w,
                                           submission.Update(lo, hi, splits, block_n, fused))
         got = h[:, c:, lo:hi].double()
@@ -129,6 +129,35 @@ submission._apply_block_reflector(h, None, t.float().contiguous(), c, w, submiss
 err = (h[:, c:, c + w:].double() - want * torch.tensor([1.0, 2.0 ** (k - 70)])[:, None, None]).abs().max()
 assert err <= 1e-4 * want.abs().max(), err.item()
 assert torch.equal(h[:, :, :c + w], h0[:, :, :c + w]) and torch.equal(h[:, :c], h0[:, :c])
+# a pair of panels: their merged T (float32 dots, no tensor cores) and its 2w-column update
+pair_h, pair_tau = torch.geqrf(a[:, c:, c:c + 2 * w].double())
+v = pair_h.tril(-1)
+v[:, range(2 * w), range(2 * w)] = 1.0
+def larft(v, tau):
+    gram = torch.triu(v.transpose(1, 2) @ v, 1)
+    eye = torch.eye(v.shape[-1], dtype=torch.float64)
+    return torch.linalg.solve_triangular(eye + tau[:, :, None] * gram, torch.diag_embed(tau), upper=True)
+h0 = a.clone()
+h0[:, c:, c:c + 2 * w] = pair_h.float()
+t = larft(v, pair_tau)
+h = h0.clone()
+for splits in (1, 2, 7):            # 136 rows from c + w: 1, 2 and 3 row splits (7 asked, 3 fit)
+    merged = torch.full((batch, 2 * w, 2 * w), float("nan"))
+    gram = torch.full((splits, batch, w, w), float("nan"))
+    submission._merge_reflectors(h, gram, larft(v[:, :, :w], pair_tau[:, :w]).float().contiguous(),
+                                 larft(v[:, w:, w:], pair_tau[:, w:]).float().contiguous(), merged, c, w)
+    assert (merged.double() - t).abs().max() <= 1e-5 * t.abs().max() and torch.equal(h, h0), splits
+trailing = a[:, c:, c + 2 * w:].double()
+want = trailing - v @ (t.transpose(1, 2) @ (v.transpose(1, 2) @ trailing))
+for fused, splits, lo, hi, block_n in ((True, 1, c + 2 * w, n, 64), (False, 3, c + 2 * w, n, 64),
+                                       (False, 1, c + 2 * w, c + 4 * w, 32)):
+    h = h0.clone()
+    y = torch.full((splits, batch, 2 * w, n - 2 * w), float("nan"))
+    submission._apply_block_reflector(h, y, t.float().contiguous(), c, 2 * w,
+                                      submission.Update(lo, hi, splits, block_n, fused))
+    err = (h[:, c:, lo:hi].double() - want[:, :, lo - c - 2 * w:hi - c - 2 * w]).abs().max() / want.abs().max()
+    assert err <= 1e-4, ("pair", fused, splits, lo, hi, err.item())
+    assert torch.equal(h[:, :, :lo], h0[:, :, :lo]) and torch.equal(h[:, :, hi:], h0[:, :, hi:])
 print("trailing ok")
 """
 

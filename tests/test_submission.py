@@ -1,5 +1,6 @@
 """custom_kernel end to end: the task's specs, odd shapes, dispatch, state and fallbacks."""
 import threading
+import types
 
 import pytest
 import torch
@@ -115,6 +116,126 @@ def test_blocked_plans_end_with_a_one_wave_square_kernel():
         tail = submission.make_plan(3, n - c, H200_SMS, H200_SMEM)
         assert tail.square and tail.resident
     assert submission.square_tail(200, 512, H200_SMS, H200_SMEM) is None      # 200 CTAs: two waves
+
+
+class _Stream:
+    """A stream as a vector clock: what a kernel queued on it comes after (stream -> kernels)."""
+
+    cuda_stream = 0
+
+    def __init__(self, name: str):
+        self.name, self.clock = name, {}
+
+    def record_event(self) -> dict:
+        return dict(self.clock)
+
+    def wait_event(self, event: dict) -> None:
+        for name, count in event.items():
+            self.clock[name] = max(self.clock.get(name, 0), count)
+
+    def wait_stream(self, other: "_Stream") -> None:
+        self.wait_event(other.clock)
+
+
+def _queued_kernels(batch: int, n: int, end: int, lookahead: bool, monkeypatch) -> tuple[list, list[dict]]:
+    """Run `Factorization.launch` of a plan of (batch, n) that hands columns from `end` to the
+    square kernel, on the CPU: streams are vector clocks, and each kernel is recorded with its stream,
+    its clock, the data it reads and writes (columns of h, T buffers, V^T C partials) and, for an update,
+    the panels whose reflectors it applies."""
+    W = submission.PANEL_WIDTH
+    current = [_Stream("main")]
+    kernels = []
+
+    class _On:                                  # torch.cuda.stream(s)
+        def __init__(self, stream):
+            self.stream = stream
+
+        def __enter__(self):
+            self.outer, current[0] = current[0], self.stream
+
+        def __exit__(self, *_):
+            current[0] = self.outer
+
+    def queue(kind, reads, writes, reflectors=()):
+        stream = current[0]
+        stream.clock[stream.name] = stream.clock.get(stream.name, 0) + 1
+        kernels.append(dict(kind=kind, stream=stream.name, clock=dict(stream.clock), reads=set(reads) | set(writes),
+                            writes=set(writes), reflectors=list(reflectors)))
+
+    def columns(lo, hi):
+        return {("h", j) for j in range(lo, min(hi, n))}
+
+    def apply(h, y, t, c, width, update, source=None):
+        queue(("update", c), columns(c, c + width) | {("buffer", t.data_ptr())},
+              columns(update.col_lo, update.col_hi) | ({("buffer", y.data_ptr())} if not update.fused else set()),
+              range(c // W, (c + width) // W))
+
+    def merge(h, gram, t, t_next, t_pair, c, width):
+        queue(("merge", c), columns(c, c + 2 * width) | {("buffer", t.data_ptr()), ("buffer", t_next.data_ptr())},
+              {("buffer", t_pair.data_ptr()), ("buffer", gram.data_ptr())})
+
+    f = object.__new__(submission.Factorization)
+    f.plan = submission.Plan(False, W, n, 2, 512, True)
+    f.lookahead, f.tail = lookahead, (None if end == n else end)
+    f.steps = submission.schedule(batch, n, end, lookahead, H200_SMS)
+    f.t, f.t_pair = torch.zeros((2, batch, W, W)), torch.zeros((2, batch, 2 * W, 2 * W))
+    f.pair_gram = torch.zeros((4, batch, W, W))
+    f.y_next, f.y_rest = torch.zeros(1), torch.zeros(1)
+    f.size, f.side = torch.zeros(batch), _Stream("side")
+    f._cute_args = lambda h, tau: [(0,), (1,)]          # the T parity a panel writes
+    f.panels = [lambda parity, c, stream: queue(("panel", c), columns(c, c + W),
+                                                columns(c, c + W) | {("buffer", f.t[parity].data_ptr())})
+                ] * -(-end // W)
+    f.tail_kernel = lambda *args: queue(("tail", end), columns(end, n), columns(end, n))
+    monkeypatch.setattr(torch.cuda, "current_stream", lambda *args: current[0])
+    monkeypatch.setattr(torch.cuda, "stream", _On)
+    monkeypatch.setattr(submission, "_apply_block_reflector", apply)
+    monkeypatch.setattr(submission, "_merge_reflectors", merge)
+    monkeypatch.setattr(submission, "_lift", lambda h, size, inverse, col_end=None: queue("lift", (), columns(0, n)))
+    monkeypatch.setattr(submission, "_square_pointer_args", lambda *args: ())
+    monkeypatch.setattr(submission, "cuda", types.SimpleNamespace(CUstream=lambda handle: None), raising=False)
+    monkeypatch.setattr(submission, "cutlass", types.SimpleNamespace(Int32=int), raising=False)
+    f.launch(torch.zeros((batch, n, n)), torch.zeros((batch, n)))
+    return f.steps, kernels
+
+
+@pytest.mark.parametrize("lookahead", [True, False])
+@pytest.mark.parametrize("batch,n,end,pair_bytes,paired", [
+    (2, 300, 300, 0, True), (2, 300, 96, 0, True), (2, 1100, 896, 2 * 700 ** 2 * 4, True),
+    (60, 1024, 800, None, True), (8, 2048, 1824, None, False), (2, 4096, 3872, None, False),
+    (640, 512, 512, None, True), (3, 300, 300, 1 << 62, False),
+])
+def test_launch_updates_every_column_once_in_order_without_races(batch, n, end, pair_bytes, paired, lookahead,
+                                                                 monkeypatch):
+    if pair_bytes is not None:      # the synthetic cases pair however few their matrices: every update fused
+        monkeypatch.setattr(submission, "PAIR_MIN_BYTES", pair_bytes)
+        monkeypatch.setattr(submission, "TRAIL_FUSE_PROGRAMS", 0)
+    W = submission.PANEL_WIDTH
+    steps, kernels = _queued_kernels(batch, n, end, lookahead, monkeypatch)
+    pairs = [step.pair for step in steps]
+    assert pairs == sorted(pairs, reverse=True)                 # pairs first, then single panels
+    assert [step.c for step in steps] == [sum(2 * W if pair else W for pair in pairs[:i]) for i in range(len(steps))]
+    assert any(pairs) == paired
+    assert all(step.rest.fused for step in steps if step.pair)
+    # kernels on different streams that share data are ordered by the waits
+    for i, first in enumerate(kernels):
+        for then in kernels[i + 1:]:
+            if first["stream"] != then["stream"] and (first["writes"] & then["reads"] or then["writes"] & first["reads"]):
+                assert first["clock"][first["stream"]] <= then["clock"].get(first["stream"], 0), (first, then)
+    # so launch order is the data's order: a panel sees every earlier reflector once, in order, and no
+    # reflector reaches it later; the columns the square kernel takes see them all
+    applied = {j: [] for j in range(n)}
+    for kernel in kernels:
+        if kernel["kind"][0] == "panel":
+            c = kernel["kind"][1]
+            assert all(applied[j] == list(range(c // W)) for j in range(c, min(c + W, n))), c
+        elif kernel["kind"][0] == "tail":
+            assert all(applied[j] == list(range(end // W)) for j in range(end, n))
+        for j in range(n):
+            if ("h", j) in kernel["writes"] and kernel["reflectors"]:
+                applied[j] += kernel["reflectors"]
+    assert all(applied[j] == list(range(j // W)) for j in range(end))
+    assert all(applied[j] == list(range(-(-end // W))) for j in range(end, n))
 
 
 # ---------------------------------------------------------------------------
@@ -324,6 +445,27 @@ def test_lookahead_and_plain_launch_orders_both_factor(batch, n):
     for lookahead in (False, True):
         f = submission.Factorization(batch, n, a.device, lookahead=lookahead)
         assert_factors(a, f(a))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("lookahead", [True, False])
+@pytest.mark.parametrize("batch,n,pair_bytes,fuse_all", [
+    (3, 300, 0, True), (2, 1100, 2 * 700 ** 2 * 4, True), (40, 1100, 0, False), (528, 256, 0, False),
+])
+def test_paired_and_single_panels_both_factor(batch, n, pair_bytes, fuse_all, lookahead, monkeypatch):
+    # with every update fused, pairs all the way to the square tail, or pairs then single panels (2 x 1100:
+    # from column 416); 40 x 1100 pairs while its rest updates are fused; 528 x 256 launches eagerly, its
+    # first pair's updates reading the input
+    if fuse_all:
+        monkeypatch.setattr(submission, "TRAIL_FUSE_PROGRAMS", 0)
+    a = reference.generate_input(batch, n, 1, 83, "dense")
+    a[0] *= 1e-30                   # lifted before the tensor-core updates
+    for threshold in (pair_bytes, 1 << 62):
+        monkeypatch.setattr(submission, "PAIR_MIN_BYTES", threshold)
+        f = submission.Factorization(batch, n, a.device, lookahead=lookahead)
+        assert any(step.pair for step in f.steps) == (threshold == pair_bytes)
+        assert_factors(a, f(a))
+        assert_factors(a, f(a))     # the graph's replay
 
 
 @pytest.mark.gpu
