@@ -1,0 +1,112 @@
+"""One trailing update alone, at W = 32 and W = 64 and several launch configurations (GPU).
+
+    python bench/probe_update.py [--shapes 640x512,60x1024,8x2048] [--reps 7]
+
+For each shape, the first panel's block reflector (c = 0) is applied to the
+columns right of one panel (W = 32) or of a pair (W = 64), by the fused
+kernel (one launch: V^T C, then C - V Y) or by the split one (V^T C by row
+splits, then the apply), on random h and T. Each configuration is timed
+alone: h restored, L2 flushed, one launch sequence between CUDA events;
+the median of `reps`. Two W = 32 passes against one W = 64 pass is what a
+pair of panels saves; each row also gives the kernels' registers/spills.
+"""
+import argparse
+import itertools
+import os
+import statistics
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ["QR_SKIP_PRECOMPILE"] = "1"
+
+import torch  # noqa: E402
+import triton  # noqa: E402
+
+import submission  # noqa: E402
+import utils  # noqa: E402
+
+W = submission.PANEL_WIDTH
+
+
+def fused(h, t, n, lo, warps, block_m, block_n):
+    """The fused update of columns [lo, n), W = t's width."""
+    batch, width = h.shape[0], t.shape[-1]
+    return {"fused": submission._wy_update_kernel[(triton.cdiv(n - lo, block_n), batch)](
+        h, t, h, h, n, 0, lo, n, W=width, BLOCK_M=block_m, BLOCK_N=block_n, FROM_INPUT=False,
+        num_warps=warps, num_stages=1)}
+
+
+def split(h, t, y, n, lo, warps, block_n, sms):
+    """The split update of columns [lo, n), with the row splits `_update` would choose."""
+    batch, width = h.shape[0], t.shape[-1]
+    m = submission.TRAIL_BLOCK_M
+    splits = max(1, min(triton.cdiv(submission.TRAIL_MIN_PROGRAMS * sms, batch * triton.cdiv(n - lo, block_n)),
+                        triton.cdiv(n, m)))
+    rows_per_split = triton.cdiv(triton.cdiv(n, splits), m) * m
+    splits = triton.cdiv(n, rows_per_split)
+    strides, sizes = (y.stride(0), y.stride(1), y.stride(2)), (n, 0, lo, n)
+    blocks = dict(W=width, BLOCK_M=m, BLOCK_N=block_n, num_warps=warps, num_stages=1)
+    project = submission._wy_project_kernel[(triton.cdiv(n - lo, block_n), splits, batch)](
+        h, y, *sizes, rows_per_split, *strides, **blocks)
+    apply = submission._wy_apply_kernel[(triton.cdiv(n, m), triton.cdiv(n - lo, block_n), batch)](
+        h, y, t, *sizes, splits, *strides, **blocks)
+    return {"project": project, "apply": apply}
+
+
+def configurations(sms):
+    """(name, W, launch(h, t, y, n)) of every configuration timed."""
+    rows = []
+    for lo in (W, 2 * W):
+        rows.append((f"fused W32 [{lo},n) main", W, lambda h, t, y, n, lo=lo: fused(
+            h, t, n, lo, submission.TRAIL_WARPS, submission._pick(submission.TRAIL_FUSED_BLOCK_M, W),
+            submission.TRAIL_BLOCK_N)))
+        rows.append((f"split W32 [{lo},n) main", W, lambda h, t, y, n, lo=lo: split(
+            h, t, y, n, lo, submission.TRAIL_WARPS, submission.TRAIL_BLOCK_N, sms)))
+    for warps, block_m, block_n in itertools.product((4, 8), (32, 64), (32, 64)):
+        rows.append((f"fused W64 [64,n) warps {warps} BM {block_m} BN {block_n}", 2 * W,
+                     lambda h, t, y, n, a=(warps, block_m, block_n): fused(h, t, n, 2 * W, *a)))
+    for warps, block_n in itertools.product((4, 8), (32, 64)):
+        rows.append((f"split W64 [64,n) warps {warps} BN {block_n}", 2 * W,
+                     lambda h, t, y, n, a=(warps, block_n): split(h, t, y, n, 2 * W, *a, sms)))
+    return rows
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--shapes", default="640x512,60x1024,8x2048")
+    parser.add_argument("--reps", type=int, default=7)
+    args = parser.parse_args(argv)
+    device = torch.device("cuda")
+    sms = torch.cuda.get_device_properties(device).multi_processor_count
+    watch = utils.Stopwatch(device)
+    torch.manual_seed(0)
+    print(f"{torch.cuda.get_device_name()}; {sms} SMs; median of {args.reps}", flush=True)
+    for shape in args.shapes.split(","):
+        batch, n = map(int, shape.split("x"))
+        pristine = torch.randn(batch, n, n, device=device) / n ** 0.5
+        h = pristine.clone()
+        t = {width: (0.1 * torch.randn(batch, width, width, device=device)).triu() for width in (W, 2 * W)}
+        y = torch.empty(triton.cdiv(n, submission.TRAIL_BLOCK_M), batch, 2 * W, n, device=device)
+        print(f"--- {shape}, c = 0", flush=True)
+        for name, width, launch in configurations(sms):
+            kernels = launch(h, t[width], y, n)     # compiles
+            times = []
+            for _ in range(args.reps):
+                h.copy_(pristine)
+                utils.flush_l2(device)
+                utils.synchronize(device)
+                watch.start()
+                launch(h, t[width], y, n)
+                watch.stop()
+                times.append(watch.elapsed_ns() / 1e3)
+            registers = " ".join(f"{k}: {v.n_regs} regs, {v.n_spills} spills" for k, v in kernels.items())
+            print(f"{name:40s} {statistics.median(times):9.1f} us   {registers}", flush=True)
+        del pristine, h, y
+        torch.cuda.empty_cache()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
