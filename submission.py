@@ -1973,7 +1973,8 @@ class Factorization:
             pairs = any(step.pair for step in self.steps)
             # T of the pairs' merged block reflectors, by parity of the step, and the row splits of their V1^T V2
             self.t_pair = torch.zeros((2, batch, 2 * width, 2 * width), **zeros) if pairs else None
-            gram_splits = max(1, min(triton.cdiv(TRAIL_MIN_PROGRAMS * sms, batch), triton.cdiv(n - width, MERGE_BLOCK_M)))
+            gram_splits = max(1, min(triton.cdiv(TRAIL_MIN_PROGRAMS * sms, batch),
+                                     triton.cdiv(n - width, MERGE_BLOCK_M)))
             self.pair_gram = torch.zeros((gram_splits, batch, width, width), **zeros) if pairs else None
             # V^T C partials of the updates split by rows (one launch does the others): main and side stream
             self.y_next, self.y_rest = (
@@ -1987,7 +1988,8 @@ class Factorization:
             first = self.steps[0]
             self.reads_input = (self.eager and first.next is None and first.rest.fused
                                 and (first.inner is None or first.inner.fused))
-            buffers = [self.size, self.t, scratch, self.y_next, self.y_rest] + ([self.t_pair, self.pair_gram] if pairs else [])
+            buffers = [self.size, self.t, scratch, self.y_next, self.y_rest]
+            buffers += [self.t_pair, self.pair_gram] if pairs else []
         if not self.eager:
             buffers += [h, tau]
         self.nbytes = sum(x.numel() * x.element_size() for x in buffers)

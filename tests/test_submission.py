@@ -220,7 +220,8 @@ def test_launch_updates_every_column_once_in_order_without_races(batch, n, end, 
     # kernels on different streams that share data are ordered by the waits
     for i, first in enumerate(kernels):
         for then in kernels[i + 1:]:
-            if first["stream"] != then["stream"] and (first["writes"] & then["reads"] or then["writes"] & first["reads"]):
+            shared = first["writes"] & then["reads"] or then["writes"] & first["reads"]
+            if first["stream"] != then["stream"] and shared:
                 assert first["clock"][first["stream"]] <= then["clock"].get(first["stream"], 0), (first, then)
     # so launch order is the data's order: a panel sees every earlier reflector once, in order, and no
     # reflector reaches it later; the columns the square kernel takes see them all
