@@ -1,14 +1,15 @@
-"""One trailing update alone, at W = 32 and W = 64 and several launch configurations (GPU).
+"""One trailing update alone, at W = 32, 64 and 128 and several launch configurations (GPU).
 
-    python bench/probe_update.py [--shapes 640x512,60x1024,8x2048] [--reps 7]
+    python bench/probe_update.py [--shapes 640x512,60x1024,8x2048,2x4096] [--reps 7]
 
 For each shape, the first panel's block reflector (c = 0) is applied to the
-columns right of one panel (W = 32) or of a pair (W = 64), by the fused
-kernel (one launch: V^T C, then C - V Y) or by the split one (V^T C by row
-splits, then the apply), on random h and T. Each configuration is timed
+columns right of one panel (W = 32), a pair (W = 64) or a pair of pairs
+(W = 128), by the fused kernel (one launch: V^T C, then C - V Y) or by the
+split one (V^T C by row splits, then the apply), on random h and T. Each configuration is timed
 alone: h restored, L2 flushed, one launch sequence between CUDA events;
 the median of `reps`. Two W = 32 passes against one W = 64 pass is what a
-pair of panels saves; each row also gives the kernels' registers/spills.
+pair of panels saves (two W = 64 passes against one W = 128 pass, what a
+pair of pairs would); each row also gives the kernels' registers/spills.
 """
 import argparse
 import itertools
@@ -70,12 +71,18 @@ def configurations(sms):
     for warps, block_n in itertools.product((4, 8), (32, 64)):
         rows.append((f"split W64 [64,n) warps {warps} BN {block_n}", 2 * W,
                      lambda h, t, y, n, a=(warps, block_n): split(h, t, y, n, 2 * W, *a, sms)))
+    for warps, block_m in itertools.product((4, 8), (32, 64)):     # 128 columns: V tiles spill at BN 64
+        rows.append((f"fused W128 [128,n) warps {warps} BM {block_m} BN 32", 4 * W,
+                     lambda h, t, y, n, a=(warps, block_m): fused(h, t, n, 4 * W, *a, 32)))
+    for warps in (4, 8):
+        rows.append((f"split W128 [128,n) warps {warps} BN 32", 4 * W,
+                     lambda h, t, y, n, warps=warps: split(h, t, y, n, 4 * W, warps, 32, sms)))
     return rows
 
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--shapes", default="640x512,60x1024,8x2048")
+    parser.add_argument("--shapes", default="640x512,60x1024,8x2048,2x4096")
     parser.add_argument("--reps", type=int, default=7)
     args = parser.parse_args(argv)
     device = torch.device("cuda")
@@ -87,8 +94,8 @@ def main(argv: list[str]) -> int:
         batch, n = map(int, shape.split("x"))
         pristine = torch.randn(batch, n, n, device=device) / n ** 0.5
         h = pristine.clone()
-        t = {width: (0.1 * torch.randn(batch, width, width, device=device)).triu() for width in (W, 2 * W)}
-        y = torch.empty(triton.cdiv(n, submission.TRAIL_BLOCK_M), batch, 2 * W, n, device=device)
+        t = {width: (0.1 * torch.randn(batch, width, width, device=device)).triu() for width in (W, 2 * W, 4 * W)}
+        y = torch.empty(triton.cdiv(n, submission.TRAIL_BLOCK_M), batch, 4 * W, n, device=device)
         print(f"--- {shape}, c = 0", flush=True)
         for name, width, launch in configurations(sms):
             kernels = launch(h, t[width], y, n)     # compiles
