@@ -117,11 +117,12 @@ PANEL_ROW_STEP_SHARED = 32
 PANEL_RESIDENT_REGS = 32
 TRAIL_BLOCK_M = 64          # rows of a trailing-update tile
 TRAIL_BLOCK_N = 64          # columns of a trailing-update tile (64 beat 128 by 5% at 640x512 with the fused update)
-TRAIL_WARPS = 4
+TRAIL_WARPS = 4             # at W = 64 too: 8 warps took 1.5-1.7x as long (fused, 64 x 64 tiles)
 TRAIL_MIN_PROGRAMS = 2      # V^T C gets at least this many programs per SM (row splits if needed)
 TRAIL_FUSE_PROGRAMS = 4     # from this many column tiles per SM, one launch does V^T C and the update
-TRAIL_FUSED_BLOCK_M = ((32, 32), (64, 64))   # (W <=, rows of a tile of that launch): -2% vs 64 at 640x512
-                                            # for W = 32; for W = 64, 64 rows run at 0.65 of 32's time
+# (W <=, rows of a tile of that launch): at W = 32, -2% vs 64 at 640x512; at W = 64, 64 rows take
+# 0.80-0.91 of 32's time (bench/probe_update.py, 640x512 to 8x2048)
+TRAIL_FUSED_BLOCK_M = ((32, 32), (64, 64))
 # software-pipeline stages of the trailing kernels' row loops: 1 (no prefetch) leaves room for more
 # programs per SM; H200 vs 3: -15% at 640x512, -13% at 60x1024; vs 2: -4% at 40x352, 0 at 8x2048
 TRAIL_STAGES = 1
