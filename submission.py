@@ -1778,25 +1778,22 @@ def schedule(batch: int, n: int, end: int, lookahead: bool, sms: int) -> list[St
     single, all later ones are.
     """
     W = PANEL_WIDTH
+
+    def step(c: int, pair: bool) -> Step:
+        width = 2 * W if pair else W
+        split = min(c + 2 * width, n) if lookahead else c + width
+        return Step(c, pair, _update(batch, n, c, c + W, c + 2 * W, LOOKAHEAD_BLOCK_N, sms) if pair else None,
+                    _update(batch, n, c, c + width, split, LOOKAHEAD_BLOCK_N, sms),
+                    _update(batch, n, c, split, n, TRAIL_BLOCK_N, sms))
+
     steps = []
     c = 0
     pairs = True
     while c < end:
-        if pairs and c + 2 * W <= end and batch * (n - c) ** 2 * 4 >= PAIR_MIN_BYTES:
-            split = min(c + 4 * W, n) if lookahead else c + 2 * W
-            rest = _update(batch, n, c, split, n, TRAIL_BLOCK_N, sms)
-            pairs = rest is not None and rest.fused
-        else:
-            pairs = False
-        if pairs:
-            steps.append(Step(c, True, _update(batch, n, c, c + W, c + 2 * W, LOOKAHEAD_BLOCK_N, sms),
-                              _update(batch, n, c, c + 2 * W, split, LOOKAHEAD_BLOCK_N, sms), rest))
-            c += 2 * W
-        else:
-            split = min(c + 2 * W, n) if lookahead else c + W
-            steps.append(Step(c, False, None, _update(batch, n, c, c + W, split, LOOKAHEAD_BLOCK_N, sms),
-                              _update(batch, n, c, split, n, TRAIL_BLOCK_N, sms)))
-            c += W
+        paired = step(c, True) if pairs and c + 2 * W <= end and batch * (n - c) ** 2 * 4 >= PAIR_MIN_BYTES else None
+        pairs = paired is not None and paired.rest is not None and paired.rest.fused
+        steps.append(paired if pairs else step(c, False))
+        c += 2 * W if pairs else W
     return steps
 
 
@@ -2052,7 +2049,8 @@ class Factorization:
         """Queue the factorization of h in place, tau into tau (by default the graph's buffers self.h and
         self.tau), on the current stream (and, with look-ahead, a side stream). With `source` (only where
         `reads_input`), an eager square kernel reads its input from source (h is only written), and a
-        blocked plan's h holds the first panel's columns, its first update reading the others from source.
+        blocked plan's h holds the first panel's columns, the first step's updates reading the others from
+        source.
 
         With look-ahead, panel k's reflector updates the next panel's columns
         on the current stream and the rest of the trailing matrix on the side
@@ -2080,14 +2078,14 @@ class Factorization:
             _lift(h, self.size, inverse=False, col_end=None if source is None else self.plan.width)
             self.side.wait_stream(main)
         W = self.plan.width
+        first_source = None if source is None else (source, self.size)     # read by the first step's updates
         rest_done = None
         for p, step in enumerate(self.steps):
             k = step.c // W                 # the step's (first) panel
             self.panels[k](*cute_args[k % 2], cutlass.Int32(step.c), stream)
             t, width = self.t[k % 2], W
             if step.pair:
-                _apply_block_reflector(h, self.y_next, t, step.c, W, step.inner,
-                                       (source, self.size) if k == 0 and source is not None else None)
+                _apply_block_reflector(h, self.y_next, t, step.c, W, step.inner, first_source if p == 0 else None)
                 self.panels[k + 1](*cute_args[(k + 1) % 2], cutlass.Int32(step.c + W), stream)
                 t, width = self.t_pair[p % 2], 2 * W
                 _merge_reflectors(h, self.pair_gram, self.t[k % 2], self.t[(k + 1) % 2], t, step.c, W)
@@ -2097,8 +2095,7 @@ class Factorization:
                     main.wait_event(rest_done)
                 _apply_block_reflector(h, self.y_next, t, step.c, width, step.next)
             if step.rest and not self.lookahead:
-                _apply_block_reflector(h, self.y_rest, t, step.c, width, step.rest,
-                                       (source, self.size) if k == 0 and source is not None else None)
+                _apply_block_reflector(h, self.y_rest, t, step.c, width, step.rest, first_source if p == 0 else None)
             elif step.rest:
                 self.side.wait_event(reflector_done)
                 with torch.cuda.stream(self.side):
