@@ -337,18 +337,21 @@ def _dot_3xbf16_split(a, b_big, b_small, acc):
 
 
 @triton.jit
-def _load_reflectors(h_ptr, rows, row_lo, row_hi, c, n, W: tl.constexpr):
-    """V[rows, 0:W] of the panel at column c: unit diagonal, zero above, H below.
+def _load_reflectors(h_ptr, r0, rows, row_lo, row_hi, c, n, W: tl.constexpr):
+    """V[rows, 0:W] of the panel at column c: unit diagonal, zero above, H below (rows = r0 + 0, 1, ...).
 
     Whole rows are loaded (masked by row and by k < n only, so that they
-    load as vectors) and the triangle is selected in registers. Rows
-    outside [row_lo, row_hi) read nothing: below the diagonal they are 0,
-    on it 1, which only ever meets C's zeros for such a row (`_load_strip`).
+    load as vectors) and, in a block that meets the diagonal (r0 < c + W),
+    the triangle is selected in registers. Rows outside [row_lo, row_hi)
+    read nothing: below the diagonal they are 0, on it 1, which only ever
+    meets C's zeros for such a row (`_load_strip`).
     """
     k = c + tl.arange(0, W)
     inside = (rows >= row_lo) & (rows < row_hi)
     h = tl.load(h_ptr + rows[:, None] * n + k[None, :], mask=inside[:, None] & (k < n)[None, :], other=0.0)
-    return tl.where(rows[:, None] > k[None, :], h, tl.where(rows[:, None] == k[None, :], 1.0, 0.0))
+    if r0 < c + W:
+        h = tl.where(rows[:, None] > k[None, :], h, tl.where(rows[:, None] == k[None, :], 1.0, 0.0))
+    return h
 
 
 @triton.jit
@@ -359,10 +362,10 @@ def _load_strip(c_ptr, lift, rows, row_lo, row_hi, cols, col_hi, n):
 
 
 @triton.jit
-def _load_block(h_ptr, c_ptr, lift, rows, row_lo, row_hi, c, cols, col_hi, n, W: tl.constexpr):
-    """V[rows] (`_load_reflectors`) and C[rows, cols] (`_load_strip`) of one row block, rows outside
-    [row_lo, row_hi) reading nothing."""
-    return (_load_reflectors(h_ptr, rows, row_lo, row_hi, c, n, W),
+def _load_block(h_ptr, c_ptr, lift, r0, rows, row_lo, row_hi, c, cols, col_hi, n, W: tl.constexpr):
+    """V[rows] (`_load_reflectors`) and C[rows, cols] (`_load_strip`) of one row block, rows = r0 + 0, 1, ...,
+    rows outside [row_lo, row_hi) reading nothing."""
+    return (_load_reflectors(h_ptr, r0, rows, row_lo, row_hi, c, n, W),
             _load_strip(c_ptr, lift, rows, row_lo, row_hi, cols, col_hi, n))
 
 
@@ -380,16 +383,16 @@ def _project(h_ptr, c_ptr, lift, c, row_lo, row_hi, cols, col_hi, n, W: tl.const
     acc = tl.zeros((BLOCK_N, W), dtype=tl.float32)
     if LOAD_AHEAD:
         rows = row_lo + tl.arange(0, BLOCK_M)
-        v, tile = _load_block(h_ptr, c_ptr, lift, rows, row_lo, row_hi, c, cols, col_hi, n, W)
+        v, tile = _load_block(h_ptr, c_ptr, lift, row_lo, rows, row_lo, row_hi, c, cols, col_hi, n, W)
         for r0 in range(row_lo + BLOCK_M, row_hi + BLOCK_M, BLOCK_M):
             rows = r0 + tl.arange(0, BLOCK_M)
-            v_next, tile_next = _load_block(h_ptr, c_ptr, lift, rows, row_lo, row_hi, c, cols, col_hi, n, W)
+            v_next, tile_next = _load_block(h_ptr, c_ptr, lift, r0, rows, row_lo, row_hi, c, cols, col_hi, n, W)
             acc = _dot_3xbf16(tl.trans(tile), v, acc)
             v, tile = v_next, tile_next
     else:
         for r0 in range(row_lo, row_hi, BLOCK_M):
             rows = r0 + tl.arange(0, BLOCK_M)
-            v, tile = _load_block(h_ptr, c_ptr, lift, rows, row_lo, row_hi, c, cols, col_hi, n, W)
+            v, tile = _load_block(h_ptr, c_ptr, lift, r0, rows, row_lo, row_hi, c, cols, col_hi, n, W)
             acc = _dot_3xbf16(tl.trans(tile), v, acc)
     return acc
 
@@ -439,11 +442,13 @@ def _wy_update_kernel(
     y_big, y_small = _bf16_pair(tl.trans(tl.dot(acc, t, input_precision="ieee")))
 
     # ----- C := C - V Y, from the last row block up, the block above loading meanwhile -----
-    rows = c + (n - 1 - c) // BLOCK_M * BLOCK_M + tl.arange(0, BLOCK_M)
-    v, tile = _load_block(h_ptr, c_ptr, lift, rows, c, n, c, cols, col_hi, n, W)
+    r0 = c + (n - 1 - c) // BLOCK_M * BLOCK_M
+    rows = r0 + tl.arange(0, BLOCK_M)
+    v, tile = _load_block(h_ptr, c_ptr, lift, r0, rows, c, n, c, cols, col_hi, n, W)
     for _ in range(0, tl.cdiv(n - c, BLOCK_M)):
-        rows_above = rows - BLOCK_M            # above c on the last trip: masked, no traffic
-        v_above, tile_above = _load_block(h_ptr, c_ptr, lift, rows_above, c, n, c, cols, col_hi, n, W)
+        r0 -= BLOCK_M                          # above c on the last trip: masked, no traffic
+        rows_above = r0 + tl.arange(0, BLOCK_M)
+        v_above, tile_above = _load_block(h_ptr, c_ptr, lift, r0, rows_above, c, n, c, cols, col_hi, n, W)
         _subtract_reflected(h_ptr, rows, cols, col_hi, n, v, tile, y_big, y_small)
         rows, v, tile = rows_above, v_above, tile_above
 
@@ -506,8 +511,9 @@ def _wy_apply_kernel(
     y_big, y_small = _bf16_pair(y)
 
     # ----- C := C - V Y -----
-    rows = c + pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    v, tile = _load_block(h_ptr, h_ptr, 1.0, rows, c, n, c, cols, col_hi, n, W)
+    r0 = c + pid_m * BLOCK_M
+    rows = r0 + tl.arange(0, BLOCK_M)
+    v, tile = _load_block(h_ptr, h_ptr, 1.0, r0, rows, c, n, c, cols, col_hi, n, W)
     _subtract_reflected(h_ptr, rows, cols, col_hi, n, v, tile, y_big, y_small)
 
 
@@ -523,8 +529,8 @@ def _pair_gram_kernel(h_ptr, g_ptr, n, c, rows_per_split, W: tl.constexpr, BLOCK
     gram = tl.zeros((W, W), dtype=tl.float32)
     for r0 in range(row_lo, row_hi, BLOCK_M):
         rows = r0 + tl.arange(0, BLOCK_M)
-        v1 = _load_reflectors(h_ptr, rows, row_lo, row_hi, c, n, W)
-        v2 = _load_reflectors(h_ptr, rows, row_lo, row_hi, c + W, n, W)
+        v1 = _load_reflectors(h_ptr, r0, rows, row_lo, row_hi, c, n, W)
+        v2 = _load_reflectors(h_ptr, r0, rows, row_lo, row_hi, c + W, n, W)
         gram = tl.dot(tl.trans(v1), v2, gram, input_precision="ieee")
     k = tl.arange(0, W)
     tl.store(g_ptr + (split * tl.num_programs(1) + b).to(tl.int64) * W * W + k[:, None] * W + k[None, :], gram)
