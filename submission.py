@@ -126,7 +126,7 @@ TRAIL_FUSED_BLOCK_M = ((32, 32), (64, 64))
 # software-pipeline stages of the trailing kernels' row loops: 1 (no prefetch) leaves room for more
 # programs per SM; H200 vs 3: -15% at 640x512, -13% at 60x1024; vs 2: -4% at 40x352, 0 at 8x2048
 TRAIL_STAGES = 1
-TRAIL_IEEE_MAX_W = tl.constexpr(32)     # wider split updates form T^T V^T C on tensor cores (3xBF16)
+TRAIL_IEEE_MAX_W = tl.constexpr(32)     # wider updates form T^T V^T C on tensor cores (3xBF16), not in float32 FMA
 MAX_CACHED_SHAPES = 16      # (device, batch, n) whose buffers and CUDA graph stay alive ...
 MAX_CACHED_BYTES = 2 << 30  # ... while their buffers take at most this much device memory
 # look-ahead (panel k+1 factored while panel k's trailing update runs) for cluster plans from this n;
@@ -337,6 +337,17 @@ def _dot_3xbf16_split(a, b_big, b_small, acc):
 
 
 @triton.jit
+def _times_t(x, t, W: tl.constexpr):
+    """x @ t, one of them T (W x W) of a block reflector: in float32 FMA up to W = TRAIL_IEEE_MAX_W; wider, on tensor
+    cores (3xBF16, as every other product of the update), since a program's W x W x BLOCK_N FMA product
+    would be a large share of its instructions and registers (2048 FFMA a thread at W = 64, 4 warps)."""
+    if W > TRAIL_IEEE_MAX_W:
+        return _dot_3xbf16(x, t, tl.zeros((x.shape[0], t.shape[1]), dtype=tl.float32))
+    else:
+        return tl.dot(x, t, input_precision="ieee")
+
+
+@triton.jit
 def _load_reflectors(h_ptr, r0, rows, row_lo, row_hi, c, n, W: tl.constexpr):
     """V[rows, 0:W] of the panel at column c: unit diagonal, zero above, H below (rows = r0 + 0, 1, ...).
 
@@ -439,7 +450,7 @@ def _wy_update_kernel(
     # ----- Y := T^T V^T C, float32 -----
     acc = _project(h_ptr, c_ptr, lift, c, c, n, cols, col_hi, n, W, BLOCK_M, BLOCK_N, LOAD_AHEAD=True)
     t = tl.load(t_ptr + k[:, None] * W + k[None, :])
-    y_big, y_small = _bf16_pair(tl.trans(tl.dot(acc, t, input_precision="ieee")))
+    y_big, y_small = _bf16_pair(tl.trans(_times_t(acc, t, W)))
 
     # ----- C := C - V Y, from the last row block up, the block above loading meanwhile -----
     r0 = c + (n - 1 - c) // BLOCK_M * BLOCK_M
@@ -504,11 +515,7 @@ def _wy_apply_kernel(
     for s in range(splits):
         vtc += tl.load(y_tile + s * stride_ys, mask=(cols < col_hi)[None, :], other=0.0)
     t_trans = tl.load(t_ptr + k[None, :] * W + k[:, None])
-    if W > TRAIL_IEEE_MAX_W:        # a program's W x W x BLOCK_N float32 product would exceed its registers
-        y = _dot_3xbf16(t_trans, vtc, tl.zeros((W, BLOCK_N), dtype=tl.float32))
-    else:
-        y = tl.dot(t_trans, vtc, input_precision="ieee")
-    y_big, y_small = _bf16_pair(y)
+    y_big, y_small = _bf16_pair(_times_t(t_trans, vtc, W))
 
     # ----- C := C - V Y -----
     r0 = c + pid_m * BLOCK_M
