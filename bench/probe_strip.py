@@ -21,7 +21,6 @@ alone (h restored, L2 flushed, events; the median of `reps`).
 """
 import argparse
 import os
-import statistics
 import sys
 from pathlib import Path
 
@@ -33,11 +32,11 @@ import torch  # noqa: E402
 import triton  # noqa: E402
 
 import submission  # noqa: E402
-import utils  # noqa: E402
+from probe_tma import main_fused  # noqa: E402
+from probe_update import median_us  # noqa: E402
 from submission import WARP, _bf16_split, _mma_bf16, cute, cutlass, cuda, SmemAllocator  # noqa: E402
 from submission import dsl_user_op, llvm  # noqa: E402
 
-SLEEP_CYCLES = 20_000_000      # ~10 ms of GPU sleep before each timed launch
 PRODUCTS = ((0, 1), (1, 0), (0, 0))     # (split of A, of B): big x small, small x big, then big x big
 
 
@@ -306,19 +305,12 @@ def strip_update(h, t, n, lo, block_n, threads, stage_v, phases=(2, 3, 4)):
     _COMPILED[key](*args, stream)
 
 
-def main_fused(h, t, n, lo):
-    batch, width = h.shape[0], t.shape[-1]
-    submission._wy_update_kernel[(triton.cdiv(n - lo, 64), batch)](
-        h, t, h, h, n, 0, lo, n, W=width, BLOCK_M=32, BLOCK_N=64, FROM_INPUT=False, num_warps=4, num_stages=1)
-
-
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--shapes", default="640x512,60x1024,40x352")
     parser.add_argument("--reps", type=int, default=7)
     args = parser.parse_args(argv)
     device = torch.device("cuda")
-    watch = utils.Stopwatch(device)
     torch.manual_seed(0)
     W = submission.PANEL_WIDTH
     print(f"{torch.cuda.get_device_name()}; median of {args.reps}", flush=True)
@@ -328,7 +320,7 @@ def main(argv: list[str]) -> int:
         h = pristine.clone()
         t = (0.1 * torch.randn(batch, W, W, device=device)).triu().contiguous()
         print(f"--- {shape}, c = 0, columns [{W}, {n})", flush=True)
-        configurations = [("main fused W32 BM 32 BN 64", lambda: main_fused(h, t, n, W))]
+        configurations = [("main fused W32 BM 32 BN 64", lambda: main_fused(h, t, n, W, 4, 32, 64))]
         for block_n, threads, stage_v, phases in (
                 (32, 256, False, (2, 3, 4)), (32, 256, True, (2, 3, 4)), (32, 256, False, (2, 3)),
                 (32, 256, True, (2, 3)), (32, 256, False, ()), (32, 256, True, ()), (64, 256, False, (2, 3, 4)),
@@ -354,17 +346,8 @@ def main(argv: list[str]) -> int:
                 diff = float("nan")
             else:
                 diff = ((h - expected).abs().max() / expected.abs().max()).item()
-            times = []
-            for _ in range(args.reps):
-                h.copy_(pristine)
-                utils.flush_l2(device)
-                utils.synchronize(device)
-                torch.cuda._sleep(SLEEP_CYCLES)       # the host's launch work is done before the GPU gets there
-                watch.start()
-                launch()
-                watch.stop()
-                times.append(watch.elapsed_ns() / 1e3)
-            print(f"{name:36s} {statistics.median(times):9.1f} us   max diff {diff:.1e}", flush=True)
+            median = median_us(launch, lambda: h.copy_(pristine), args.reps, device, queued=True)
+            print(f"{name:36s} {median:9.1f} us   max diff {diff:.1e}", flush=True)
         del pristine, h, expected
         torch.cuda.empty_cache()
     return 0

@@ -18,7 +18,6 @@ and timed alone (h restored, L2 flushed, events; the median of `reps`).
 import argparse
 import itertools
 import os
-import statistics
 import sys
 from pathlib import Path
 
@@ -32,7 +31,7 @@ import triton.language as tl  # noqa: E402
 from triton.tools.tensor_descriptor import TensorDescriptor  # noqa: E402
 
 import submission  # noqa: E402
-import utils  # noqa: E402
+from probe_update import median_us  # noqa: E402
 
 PANEL = submission.PANEL_WIDTH
 
@@ -84,6 +83,7 @@ def _wy_update_tma_kernel(
 
 
 def main_fused(h, t, n, lo, warps, block_m, block_n):
+    """Main's fused update of the columns [lo, n) by the panel at c = 0 (V from h, T = t)."""
     batch, width = h.shape[0], t.shape[-1]
     return submission._wy_update_kernel[(triton.cdiv(n - lo, block_n), batch)](
         h, t, h, h, n, 0, lo, n, W=width, BLOCK_M=block_m, BLOCK_N=block_n, FROM_INPUT=False,
@@ -91,6 +91,7 @@ def main_fused(h, t, n, lo, warps, block_m, block_n):
 
 
 def tma_fused(h, t, n, lo, warps, block_m, block_n, stages, tma_store):
+    """The same update by `_wy_update_tma_kernel`, its V and C tiles read through 3-D tensor descriptors."""
     batch, width = h.shape[0], t.shape[-1]
     shape, strides = [batch, n, n], [n * n, n, 1]
     v_desc = TensorDescriptor(h, shape, strides, [1, block_m, width])
@@ -120,7 +121,6 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--reps", type=int, default=7)
     args = parser.parse_args(argv)
     device = torch.device("cuda")
-    watch = utils.Stopwatch(device)
     torch.manual_seed(0)
     print(f"{torch.cuda.get_device_name()}; median of {args.reps}", flush=True)
     for shape in args.shapes.split(","):
@@ -140,16 +140,8 @@ def main(argv: list[str]) -> int:
             if name.startswith("main"):
                 expected[width] = h.clone()
             error = ((h - expected[width]).abs().max() / expected[width].abs().max()).item()
-            times = []
-            for _ in range(args.reps):
-                h.copy_(pristine)
-                utils.flush_l2(device)
-                utils.synchronize(device)
-                watch.start()
-                launch(h, t[width], n)
-                watch.stop()
-                times.append(watch.elapsed_ns() / 1e3)
-            print(f"{name:40s} {statistics.median(times):9.1f} us   {kernel.n_regs} regs, {kernel.n_spills} spills, "
+            median = median_us(lambda: launch(h, t[width], n), lambda: h.copy_(pristine), args.reps, device)
+            print(f"{name:40s} {median:9.1f} us   {kernel.n_regs} regs, {kernel.n_spills} spills, "
                   f"max diff {error:.1e}", flush=True)
         del pristine, h, expected
         torch.cuda.empty_cache()
