@@ -11,7 +11,7 @@ mkdir -p scratchpad/diet
 cp submission.py scratchpad/diet/main.py
 git apply bench/wip/bf16-pair-asm.patch && cp submission.py scratchpad/diet/asm.py
 git apply bench/wip/update-unmasked.patch && cp submission.py scratchpad/diet/both.py
-timeout 150 python -m pytest -q -p no:cacheprovider tests/test_kernels.py -k "block_reflector or merged_reflector" \
+timeout 150 python -m pytest -q -p no:cacheprovider tests/test_kernels.py -k "block_reflector or merged_reflector or bf16_pair" \
     > "$OUT/diet-kernel-tests.log" 2>&1
 tail -1 "$OUT/diet-kernel-tests.log"
 timeout 400 python bench/ab.py --rounds 3 --shapes 640x512,60x1024 --variant main=scratchpad/diet/main.py \
