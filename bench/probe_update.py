@@ -85,7 +85,7 @@ def configurations(sms):
             submission.TRAIL_BLOCK_N)))
         rows.append((f"split W32 [{lo},n) main", W, lambda h, t, y, n, lo=lo: split(
             h, t, y, n, lo, submission.TRAIL_WARPS, submission.TRAIL_BLOCK_N, sms)))
-    for warps, block_m, block_n in itertools.product((4, 8), (32, 64), (32, 64)):
+    for warps, block_m, block_n in itertools.product((4, 8), (32, 64), (32, 64, 128)):
         rows.append((f"fused W64 [64,n) warps {warps} BM {block_m} BN {block_n}", 2 * W,
                      lambda h, t, y, n, a=(warps, block_m, block_n): fused(h, t, n, 2 * W, *a)))
     for warps, block_n in itertools.product((4, 8), (32, 64)):
