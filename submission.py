@@ -2091,14 +2091,14 @@ class Factorization:
             _lift(h, self.size, inverse=False, col_end=None if source is None else self.plan.width)
             self.side.wait_stream(main)
         W = self.plan.width
-        first_source = None if source is None else (source, self.size)     # read by the first step's updates
         rest_done = None
         for p, step in enumerate(self.steps):
+            step_source = None if source is None or p > 0 else (source, self.size)   # the first step's updates read it
             k = step.c // W                 # the step's (first) panel
             self.panels[k](*cute_args[k % 2], cutlass.Int32(step.c), stream)
             t, width = self.t[k % 2], W
             if step.pair:
-                _apply_block_reflector(h, self.y_next, t, step.c, W, step.inner, first_source if p == 0 else None)
+                _apply_block_reflector(h, self.y_next, t, step.c, W, step.inner, step_source)
                 self.panels[k + 1](*cute_args[(k + 1) % 2], cutlass.Int32(step.c + W), stream)
                 t, width = self.t_pair[p % 2], 2 * W
                 _merge_reflectors(h, self.pair_gram, self.t[k % 2], self.t[(k + 1) % 2], t, step.c, W)
@@ -2108,7 +2108,7 @@ class Factorization:
                     main.wait_event(rest_done)
                 _apply_block_reflector(h, self.y_next, t, step.c, width, step.next)
             if step.rest and not self.lookahead:
-                _apply_block_reflector(h, self.y_rest, t, step.c, width, step.rest, first_source if p == 0 else None)
+                _apply_block_reflector(h, self.y_rest, t, step.c, width, step.rest, step_source)
             elif step.rest:
                 self.side.wait_event(reflector_done)
                 with torch.cuda.stream(self.side):

@@ -93,17 +93,25 @@ def _dot_float32(a, b_big, b_small, acc):       # the interpreter has no bf16 te
     return tl.dot(a, b_big.to(tl.float32) + b_small.to(tl.float32), acc, input_precision="ieee")
 
 submission._dot_3xbf16_split = _dot_float32
+
+def unit_lower(panel):
+    v = panel.tril(-1)
+    v[:, range(v.shape[-1]), range(v.shape[-1])] = 1.0
+    return v
+
+def larft(v, tau):
+    gram = torch.triu(v.transpose(1, 2) @ v, 1)
+    eye = torch.eye(v.shape[-1], dtype=torch.float64)
+    return torch.linalg.solve_triangular(eye + tau[:, :, None] * gram, torch.diag_embed(tau), upper=True)
+
 g = torch.Generator().manual_seed(0)
 batch, n, w, c = 2, 200, submission.PANEL_WIDTH, 32     # 168 rows: 3 row splits of 64
 a = torch.randn(batch, n, n, generator=g)
 panel_h, panel_tau = torch.geqrf(a[:, c:, c:c + w].double())
 h0 = a.clone()
 h0[:, c:, c:c + w] = panel_h.float()
-v = panel_h.tril(-1)
-v[:, range(w), range(w)] = 1.0
-gram = torch.triu(v.transpose(1, 2) @ v, 1)
-t = torch.linalg.solve_triangular(torch.eye(w, dtype=torch.float64) + panel_tau[:, :, None] * gram,
-                                  torch.diag_embed(panel_tau), upper=True)
+v = unit_lower(panel_h)
+t = larft(v, panel_tau)
 trailing = a[:, c:, c + w:].double()
 want = trailing - v @ (t.transpose(1, 2) @ (v.transpose(1, 2) @ trailing))
 for fused, splits in ((True, 1), (False, 1), (False, 3)):
@@ -131,12 +139,7 @@ assert err <= 1e-4 * want.abs().max(), err.item()
 assert torch.equal(h[:, :, :c + w], h0[:, :, :c + w]) and torch.equal(h[:, :c], h0[:, :c])
 # a pair of panels: their merged T (float32 dots, no tensor cores) and its 2w-column update
 pair_h, pair_tau = torch.geqrf(a[:, c:, c:c + 2 * w].double())
-v = pair_h.tril(-1)
-v[:, range(2 * w), range(2 * w)] = 1.0
-def larft(v, tau):
-    gram = torch.triu(v.transpose(1, 2) @ v, 1)
-    eye = torch.eye(v.shape[-1], dtype=torch.float64)
-    return torch.linalg.solve_triangular(eye + tau[:, :, None] * gram, torch.diag_embed(tau), upper=True)
+v = unit_lower(pair_h)
 h0 = a.clone()
 h0[:, c:, c:c + 2 * w] = pair_h.float()
 t = larft(v, pair_tau)
