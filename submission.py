@@ -160,6 +160,8 @@ NORM_LIFT = 2.0 ** 64
 # blocked path: a matrix whose largest entry is below 2^TINY_EXPONENT is lifted to [1, 2) first, as
 # the tensor cores' bf16 products would lose its (subnormal) low parts; R is scaled back at the end
 TINY_EXPONENT = tl.constexpr(-64)
+# Triton's CPU interpreter (the CPU tests of the Triton kernels) has no inline PTX
+TRITON_INTERPRETED = tl.constexpr(os.environ.get("TRITON_INTERPRET") == "1")
 STAGE_BLOCK = (32, 128)     # rows x columns of a staging / lift tile
 STAGE_ROWS = 8              # panel rows a warp loads into registers before it stores them to shared memory
 DOT_CHAINS = 4              # partial sums of a lane's dot product over its slots: independent FMA chains
@@ -316,9 +318,23 @@ def _small_qr_kernel(
 # ---------------------------------------------------------------------------
 @triton.jit
 def _bf16_pair(x):
-    """x ~= hi + lo with hi = bf16(x) and lo = bf16(x - hi): 16 of float32's 24 mantissa bits."""
-    hi = x.to(tl.bfloat16)
-    return hi, (x - hi.to(tl.float32)).to(tl.bfloat16)
+    """x ~= hi + lo with hi = bf16(x) and lo = bf16(x - hi): 16 of float32's 24 mantissa bits.
+
+    On the GPU two entries at a time: one packed conversion gives both his,
+    a shift and a mask unpack them for the subtractions, and one more
+    conversion gives both los (3 instructions an entry; Triton's own
+    conversion takes 4-5, as it converts and unpacks hi entry by entry, and
+    the splits are most of the update kernels' issue-bound row loops).
+    Bit for bit the same values; the interpreter takes the plain form.
+    """
+    if TRITON_INTERPRETED:
+        hi = x.to(tl.bfloat16)
+        return hi, (x - hi.to(tl.float32)).to(tl.bfloat16)
+    else:
+        return tl.inline_asm_elementwise(
+            "{ .reg .b32 t0, t1; .reg .f32 r0, r1; cvt.rn.bf16x2.f32 $0, $3, $2; shl.b32 t0, $0, 16; "
+            "and.b32 t1, $0, 0xffff0000; sub.f32 r0, $2, t0; sub.f32 r1, $3, t1; cvt.rn.bf16x2.f32 $1, r1, r0; }",
+            "=r,=r,f,f", [x], dtype=(tl.bfloat16, tl.bfloat16), is_pure=True, pack=2)
 
 
 @triton.jit

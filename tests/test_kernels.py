@@ -1,6 +1,8 @@
 """The submission's kernels one by one, against float64 math (GPU only)."""
 import pytest
 import torch
+import triton
+import triton.language as tl
 
 import submission
 
@@ -144,3 +146,27 @@ def test_merged_reflector_matches_float64(batch, n, c, splits):
     expected = _larft(v, panel_tau)
     assert (merged.double() - expected).abs().max() <= PANEL_RTOL * expected.abs().max()
     assert torch.equal(h, before)
+
+
+@triton.jit
+def _split_kernel(x_ptr, hi_ptr, lo_ptr, N: tl.constexpr):
+    i = tl.arange(0, N)
+    hi, lo = submission._bf16_pair(tl.load(x_ptr + i))
+    tl.store(hi_ptr + i, hi)
+    tl.store(lo_ptr + i, lo)
+
+
+def test_bf16_pair_is_bf16_of_x_then_of_the_rest():
+    # the kernels' packed split gives hi = bf16(x) and lo = bf16(x - hi) bit for bit, entry by entry
+    torch.manual_seed(0)
+    scales = 10.0 ** torch.randint(-40, 38, (4088,), device="cuda").double()
+    special = [0.0, -0.0, 1e-40, -3e-39, 3.3e38, -3.3e38, float("inf"), float("nan")]
+    x = torch.cat([(torch.randn(4088, device="cuda").double() * scales).float(), torch.tensor(special, device="cuda")])
+    hi, lo = torch.empty(4096, dtype=torch.bfloat16, device="cuda"), torch.empty(4096, dtype=torch.bfloat16, device="cuda")
+    _split_kernel[(1,)](x, hi, lo, N=4096)
+    want_hi = x.to(torch.bfloat16)
+    want_lo = (x - want_hi.float()).to(torch.bfloat16)
+    for got, want in ((hi, want_hi), (lo, want_lo)):
+        nan = want.isnan()
+        assert torch.equal(got.isnan(), nan)
+        assert torch.equal(got[~nan].view(torch.int16), want[~nan].view(torch.int16))
