@@ -1,12 +1,17 @@
 """One panel launch of HouseholderPanel variants: T formation on or off, threads per CTA (GPU).
 
     python bench/probe_panel.py
+    python bench/probe_panel.py --shape 640x512 --threads 128,256 --columns 0,224,320,448
 
 Compiles each variant directly and times single launches at c = 0 and
 c = n/2 (CUDA events, median of 15, input restored before each) for the
-plans of 640x512, 60x1024 and 8x2048. Each launch is queued behind a GPU
-sleep, so the events time the kernel alone, not the launch's ~50 us of host.
+plans of 640x512, 60x1024 and 8x2048, every panel holding all n rows. With
+--shape, the panels at the given columns of that shape's blocked plan, each
+holding the rows `panel_plan` gives it (as the factorization launches
+them), at each thread count. Each launch is queued behind a GPU sleep, so
+the events time the kernel alone, not the launch's ~50 us of host.
 """
+import argparse
 import statistics
 import sys
 from pathlib import Path
@@ -23,9 +28,10 @@ REPEATS = 15
 SLEEP_CYCLES = 2_000_000        # ~1 ms of GPU sleep, longer than a launch's host time
 
 
-def panel_us(batch: int, n: int, cluster: int, threads: int, form_t: bool, c: int) -> float:
+def panel_us(batch: int, n: int, cluster: int, threads: int, form_t: bool, c: int, rows: int | None = None,
+             resident: bool = True) -> float:
     width = submission.PANEL_WIDTH
-    rows = submission.blocked_plan(n, cluster, True).rows
+    rows = rows or submission.blocked_plan(n, cluster, True).rows
     a = torch.randn(batch, n, n, device="cuda")
     h = a.clone()
     tau = torch.zeros(batch, n, device="cuda")
@@ -33,7 +39,7 @@ def panel_us(batch: int, n: int, cluster: int, threads: int, form_t: bool, c: in
     scratch = torch.zeros(batch, cluster, submission.scratch_slots(width), device="cuda")
     args = tuple(submission._cute_tensor(x) for x in (h, h, tau, t, scratch))
     stream = submission.cuda.CUstream(torch.cuda.current_stream().cuda_stream)
-    panel = submission.HouseholderPanel(rows, width, cluster, threads, form_t, True)
+    panel = submission.HouseholderPanel(rows, width, cluster, threads, form_t, resident)
     args = (*args, cutlass.Int32(c), stream)
     return launch_us(cute.compile(panel, *args), args, lambda: h.copy_(a))
 
@@ -55,7 +61,27 @@ def launch_us(fn, args: tuple, reset) -> float:
     return statistics.median(times)
 
 
+def plan_panels(shape: str, threads: list[int], columns: list[int]) -> None:
+    """The panels at `columns` of `shape`'s blocked plan, with the rows they are launched with."""
+    batch, n = map(int, shape.split("x"))
+    sms, smem = submission._device_limits(torch.cuda.current_device())
+    plan = submission.make_plan(batch, n, sms, smem)
+    for c in columns:
+        rows = submission.panel_plan(plan, n, c).rows
+        times = [panel_us(batch, n, plan.cluster, count, True, c, rows, plan.resident) for count in threads]
+        print(f"{shape} G={plan.cluster} c={c:5d} rows={rows:5d}: "
+              + "  ".join(f"{count} threads {us:8.1f} us" for count, us in zip(threads, times)), flush=True)
+
+
 def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--shape")
+    parser.add_argument("--threads", default="128,256")
+    parser.add_argument("--columns", default="0")
+    args = parser.parse_args()
+    if args.shape:
+        plan_panels(args.shape, [int(x) for x in args.threads.split(",")], [int(x) for x in args.columns.split(",")])
+        return 0
     for batch, n, cluster in SHAPES:
         for threads in ((128, 256, 512) if cluster == 1 else (256, 512)):
             for form_t in ((True, False) if cluster == 1 else (True,)):     # a cluster panel forms T
