@@ -1,14 +1,14 @@
 """One panel launch of HouseholderPanel variants: T formation on or off, threads per CTA (GPU).
 
     python bench/probe_panel.py
-    python bench/probe_panel.py --shape 640x512 --threads 128,256 --columns 0,224,320,448
+    python bench/probe_panel.py --shape 640x512 --threads 128,256 --columns 0,224,320,448 [--cluster 2]
 
 Compiles each variant directly and times single launches at c = 0 and
 c = n/2 (CUDA events, median of 15, input restored before each) for the
 plans of 640x512, 60x1024 and 8x2048, every panel holding all n rows. With
 --shape, the panels at the given columns of that shape's blocked plan, each
 holding the rows `panel_plan` gives it (as the factorization launches
-them), at each thread count. Each launch is queued behind a GPU sleep, so
+them), at each thread count; --cluster sets the CTAs a matrix instead. Each launch is queued behind a GPU sleep, so
 the events time the kernel alone, not the launch's ~50 us of host.
 """
 import argparse
@@ -61,11 +61,14 @@ def launch_us(fn, args: tuple, reset) -> float:
     return statistics.median(times)
 
 
-def plan_panels(shape: str, threads: list[int], columns: list[int]) -> None:
-    """The panels at `columns` of `shape`'s blocked plan, with the rows they are launched with."""
+def plan_panels(shape: str, threads: list[int], columns: list[int], cluster: int | None) -> None:
+    """The panels at `columns` of `shape`'s blocked plan (or of a plan of `cluster` CTAs a matrix), with
+    the rows they are launched with."""
     batch, n = map(int, shape.split("x"))
     sms, smem = submission._device_limits(torch.cuda.current_device())
     plan = submission.make_plan(batch, n, sms, smem)
+    if cluster is not None:
+        plan = submission.blocked_plan(n, cluster, batch * cluster <= sms)
     for c in columns:
         rows = submission.panel_plan(plan, n, c).rows
         times = [panel_us(batch, n, plan.cluster, count, True, c, rows, plan.resident) for count in threads]
@@ -78,9 +81,11 @@ def main() -> int:
     parser.add_argument("--shape")
     parser.add_argument("--threads", default="128,256")
     parser.add_argument("--columns", default="0")
+    parser.add_argument("--cluster", type=int, help="CTAs a matrix, instead of the plan's")
     args = parser.parse_args()
     if args.shape:
-        plan_panels(args.shape, [int(x) for x in args.threads.split(",")], [int(x) for x in args.columns.split(",")])
+        plan_panels(args.shape, [int(x) for x in args.threads.split(",")], [int(x) for x in args.columns.split(",")],
+                    args.cluster)
         return 0
     for batch, n, cluster in SHAPES:
         for threads in ((128, 256, 512) if cluster == 1 else (256, 512)):
