@@ -4,7 +4,8 @@
     python bench/trace.py --load DIR/trace-2x4096.json
 
 Each shape is called twice (compiles, graph capture), then once under
-torch.profiler. The report lists each kernel's count and total time, and,
+torch.profiler. The report lists each kernel's count and total time, the
+GPU's idle time (no kernel or copy running) by the kernel that ends it, and,
 where there are several panels, the panel steps: a step runs from one
 panel kernel's start to the next one's, so its time beyond the panel is
 what the next panel waits for (the next panel's update, or the previous
@@ -55,6 +56,14 @@ def report(trace: dict, label: str) -> None:
     print(f"{label}: {len(events)} GPU events over {span:.1f} us")
     for name, (count, total) in sorted(totals.items(), key=lambda item: -item[1][1]):
         print(f"  {count:5d} x  {total:9.1f} us  {name}")
+
+    idle = defaultdict(float)       # GPU time with nothing running, by the kernel that ends it
+    busy_until = events[0]["ts"]
+    for e in events:
+        idle[_short_name(e["name"])] += max(0.0, e["ts"] - busy_until)
+        busy_until = max(busy_until, e["ts"] + e["dur"])
+    print(f"  idle {sum(idle.values()):.1f} us, before: "
+          + ", ".join(f"{name} {gap:.1f}" for name, gap in sorted(idle.items(), key=lambda item: -item[1]) if gap > 0))
 
     panels = [e for e in events if PANEL_KERNEL in e["name"]]
     if len(panels) < 2:

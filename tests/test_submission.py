@@ -104,6 +104,18 @@ def test_a_panel_holds_only_the_rows_left():
     assert submission.panel_plan(square, 176, 0) == square
 
 
+def test_panels_of_few_rows_take_fewer_threads_only_where_ctas_share_sms():
+    max_rows, narrow = submission.PANEL_NARROW
+    shared = submission.make_plan(640, 512, H200_SMS, H200_SMEM)
+    threads = {c: submission.panel_plan(shared, 512, c).threads for c in range(0, 512, submission.PANEL_WIDTH)}
+    assert threads == {c: narrow if 512 - c <= max_rows else shared.threads for c in threads}
+    assert narrow < shared.threads
+    for batch, n in ((60, 1024), (8, 2048), (40, 352)):        # clusters, one wave: as planned to the end
+        plan = submission.make_plan(batch, n, H200_SMS, H200_SMEM)
+        assert {submission.panel_plan(plan, n, c).threads for c in range(0, n, submission.PANEL_WIDTH)} == {
+            plan.threads}
+
+
 def test_blocked_plans_end_with_a_one_wave_square_kernel():
     tails = {(batch, n): submission.square_tail(batch, n, H200_SMS, H200_SMEM)
              for batch, n in submission.BENCHMARK_SHAPES if not submission.make_plan(batch, n, H200_SMS,

@@ -7,7 +7,7 @@ set -u
 source .device/gpu-env.sh
 export QR_SKIP_PRECOMPILE=1 PYTHONUNBUFFERED=1
 timeout 310 python bench/compare.py --libs submission --budget 0.3 --out "$OUT" --commit "$1" 2>&1 | tail -17
-timeout 120 python bench/trace.py --shapes 640x512,60x1024 > "$OUT/trace.log" 2>&1
+timeout 120 python bench/trace.py --shapes 640x512,60x1024 --out "$OUT" > "$OUT/trace.log" 2>&1
 {
   timeout 60 python bench/probe_panel.py --shape 640x512 --threads 128,256 --columns 160,192
   timeout 90 python bench/probe_panel.py --shape 60x1024 --threads 256,512 --columns 0,512,768
