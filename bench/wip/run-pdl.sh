@@ -19,7 +19,7 @@ timeout 200 python -m pytest -q -p no:cacheprovider tests/test_kernels.py \
     -k "not cluster_panel_with_extreme" > "$OUT/pdl-tests.log" 2>&1
 tail -1 "$OUT/pdl-tests.log"
 timeout 120 python -m pytest -q -p no:cacheprovider tests/test_submission.py \
-    -k "paired_and_single or lookahead_and_plain or eager_launches or first_update_reads" -m gpu \
+    -k "paired_and_single or lookahead_and_plain or eager_launches or first_update_reads or graph_plans_capture" -m gpu \
     >> "$OUT/pdl-tests.log" 2>&1
 tail -1 "$OUT/pdl-tests.log"
 timeout 330 python bench/ab.py --rounds 3 --shapes 640x512,60x1024,8x2048 --variant main=scratchpad/pdl/main.py \
