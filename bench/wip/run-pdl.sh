@@ -5,7 +5,7 @@
 #                                     square shapes at one seed, look-ahead, pair, first-update and graph
 #                                     capture tests (~5 min)
 #   bash bench/wip/run-pdl.sh ab      ab.py (which checks every variant's output first) of the tree as
-#                                     committed against the patched one at 640x512, 60x1024, 8x2048 (~5 min)
+#                                     committed against the patched one at 640x512, 60x1024, 2x4096 (~6 min)
 # Logs under $OUT.
 set -u
 source .device/gpu-env.sh
@@ -24,6 +24,6 @@ if [ "$1" = tests ]; then
       >> "$OUT/pdl-tests.log" 2>&1
   tail -1 "$OUT/pdl-tests.log"
 else
-  timeout 560 python bench/ab.py --rounds 3 --shapes 640x512,60x1024,8x2048 --variant main=scratchpad/pdl/main.py \
+  timeout 560 python bench/ab.py --rounds 3 --shapes 640x512,60x1024,2x4096 --variant main=scratchpad/pdl/main.py \
       --variant pdl=scratchpad/pdl/pdl.py 2>&1 | tee "$OUT/ab-pdl.log" | tail -5
 fi
