@@ -103,8 +103,8 @@ SQUARE_TAIL_MAX_N = 232
 # threads of a panel CTA by cluster size (H200): one CTA per matrix takes 256, three CTAs' registers
 # an SM at 80 a thread (640x512 panels 5.4 vs 6.9 ms at 512; fewer rows: PANEL_NARROW); 2-8 CTAs
 # hold few rows and gain from 16 warps (60x1024 panels 4.7 vs 5.1 ms, 2x4096 on 8 CTAs 13.9 vs
-# 17.8 ms); 16 CTAs serve only
-# n > 4096, where a CTA may hold up to PANEL_MAX_ROWS rows and needs a lane's 255 registers
+# 17.8 ms); 16 CTAs serve only n > 4096, where a CTA may hold up to PANEL_MAX_ROWS rows and needs a
+# lane's 255 registers
 PANEL_THREADS = ((1, 256), (8, 512), (MAX_CLUSTER, 256))
 PANEL_MAX_ROWS = 1024       # rows a panel CTA holds: 2 x 32 registers per lane for v and a column
 # where CTAs of one CTA a matrix share SMs, a panel of at most this many rows left takes this many
