@@ -1,5 +1,5 @@
 #!/bin/bash
-# GPU call 1 of the next session (after `bash ../shared/device/prepare.sh`; carry .whl .device):
+# GPU call 3 of the next session, after the two of run-pdl.sh (carry .whl .device):
 # compare.py on the tree ($1: its commit), the traces of 640x512 and 60x1024, then single panel launches
 # at several thread counts with the rows each panel is launched with (bench/NOTES.md, eighteenth
 # session, item 4): where else do fewer or more threads a CTA pay? Logs under $OUT; ~8 minutes.
