@@ -1230,9 +1230,7 @@ if cutlass is not None:
             entries outside the panel's w columns stay 0 (T's there are 0, G's unset)."""
             entries = (self.width // 2) * size         # (width / 2 size) pairs of size x size blocks
             for e in cutlass.range(tidx, entries, self.threads):
-                pair = e // (size * size)
-                i = 2 * size * pair + (e % (size * size)) // size
-                j = 2 * size * pair + size + e % size
+                i, j = self._merge_entry(e, size)
                 y = cutlass.Float32(0.0)
                 if j < w:
                     for q in cutlass.range_constexpr(size):          # Y[i, j] = sum_{l <= j} G[i, l] T[l, j]
@@ -1242,9 +1240,7 @@ if cutlass is not None:
                 sGram[j, i] = y
             cute.arch.sync_threads()
             for e in cutlass.range(tidx, entries, self.threads):
-                pair = e // (size * size)
-                i = 2 * size * pair + (e % (size * size)) // size
-                j = 2 * size * pair + size + e % size
+                i, j = self._merge_entry(e, size)
                 t = cutlass.Float32(0.0)
                 if j < w:                                            # (i < j)
                     for q in cutlass.range_constexpr(size):          # T12[i, j] = -sum_{l >= i} T[i, l] Y[l, j]
@@ -1253,6 +1249,13 @@ if cutlass is not None:
                             t = t - sT[l, i] * sGram[j, l]
                 sT[j, i] = t
             cute.arch.sync_threads()
+
+        @cute.jit
+        def _merge_entry(self, e, size: int):
+            """(i, j) of T12's entry e in `_merge_t_blocks`: pair e // size^2 of blocks, row (e % size^2) // size
+            of the first block's columns, column e % size of the second's."""
+            pair = e // (size * size)
+            return 2 * size * pair + (e % (size * size)) // size, 2 * size * pair + size + e % size
 
 
     class BlockedSquareQR(HouseholderPanel):
@@ -1997,6 +2000,7 @@ class Factorization:
         self.lookahead = lookahead and not plan.square
         self.reads_input = False
         self.tail = None if plan.square or not tail else square_tail(batch, n, sms, smem)
+        end = n if self.tail is None else self.tail         # the panels' columns end here
         if plan.square:
             self.t = torch.zeros((2, batch, 1, 1), **zeros)     # not read by a square plan
             scratch = self.t[0]
@@ -2008,7 +2012,7 @@ class Factorization:
             self.size = torch.zeros(batch, **zeros)         # max |a[b]|, reset to 0 at the end of launch()
             self.t = torch.zeros((2, batch, width, width), **zeros)     # T of even and odd panels
             scratch = torch.zeros((batch, plan.cluster, scratch_slots(width)), **zeros)
-            self.steps = schedule(batch, n, n if self.tail is None else self.tail, self.lookahead, sms)
+            self.steps = schedule(batch, n, end, self.lookahead, sms)
             pairs = any(step.pair for step in self.steps)
             # T of the pairs' merged block reflectors, by parity of the step, and the row splits of their V1^T V2
             self.t_pair = torch.zeros((2, batch, 2 * width, 2 * width), **zeros) if pairs else None
@@ -2043,7 +2047,7 @@ class Factorization:
             cute_args = self._cute_args(h, tau)
             self.cute_args = None if self.eager else cute_args
             self.panels = [_panel_kernel(panel_plan(plan, n, c), (*cute_args[0], cutlass.Int32(c), stream))
-                           for c in range(0, n if self.tail is None else self.tail, width)]
+                           for c in range(0, end, width)]
             if self.tail is not None:
                 self.tail_kernel = _panel_kernel(make_plan(batch, n - self.tail, sms, smem),
                                                  _square_pointer_args(h, h, tau, stream, self.tail), by_pointers=True)
