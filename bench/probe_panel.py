@@ -2,14 +2,17 @@
 
     python bench/probe_panel.py
     python bench/probe_panel.py --shape 640x512 --threads 128,256 --columns 0,224,320,448 [--cluster 2]
+        [--batch 132] [--no-t]
 
 Compiles each variant directly and times single launches at c = 0 and
 c = n/2 (CUDA events, median of 15, input restored before each) for the
 plans of 640x512, 60x1024 and 8x2048, every panel holding all n rows. With
 --shape, the panels at the given columns of that shape's blocked plan, each
 holding the rows `panel_plan` gives it (as the factorization launches
-them), at each thread count; --cluster sets the CTAs a matrix instead. Each launch is queued behind a GPU sleep, so
-the events time the kernel alone, not the launch's ~50 us of host.
+them), at each thread count; --cluster sets the CTAs a matrix instead, --batch launches that many
+matrices with the shape's plan (say one CTA an SM, against the shape's waves of CTAs that share SMs),
+--no-t leaves T's formation out. Each launch is queued behind a GPU sleep, so the events time the
+kernel alone, not the launch's ~50 us of host.
 """
 import argparse
 import statistics
@@ -61,18 +64,20 @@ def launch_us(fn, args: tuple, reset) -> float:
     return statistics.median(times)
 
 
-def plan_panels(shape: str, threads: list[int], columns: list[int], cluster: int | None) -> None:
+def plan_panels(shape: str, threads: list[int], columns: list[int], cluster: int | None, batch: int | None,
+                form_t: bool) -> None:
     """The panels at `columns` of `shape`'s blocked plan (or of a plan of `cluster` CTAs a matrix), with
-    the rows they are launched with."""
-    batch, n = map(int, shape.split("x"))
+    the rows they are launched with, over the shape's batch or `batch` matrices."""
+    planned, n = map(int, shape.split("x"))
+    batch = batch or planned
     sms, smem = submission._device_limits(torch.cuda.current_device())
-    plan = submission.make_plan(batch, n, sms, smem)
+    plan = submission.make_plan(planned, n, sms, smem)
     if cluster is not None:
-        plan = submission.blocked_plan(n, cluster, batch * cluster <= sms)
+        plan = submission.blocked_plan(n, cluster, planned * cluster <= sms)
     for c in columns:
         rows = submission.panel_plan(plan, n, c).rows
-        times = [panel_us(batch, n, plan.cluster, count, True, c, rows, plan.resident) for count in threads]
-        print(f"{shape} G={plan.cluster} c={c:5d} rows={rows:5d}: "
+        times = [panel_us(batch, n, plan.cluster, count, form_t, c, rows, plan.resident) for count in threads]
+        print(f"{shape} batch={batch} G={plan.cluster} T={int(form_t)} c={c:5d} rows={rows:5d}: "
               + "  ".join(f"{count} threads {us:8.1f} us" for count, us in zip(threads, times)), flush=True)
 
 
@@ -82,10 +87,12 @@ def main() -> int:
     parser.add_argument("--threads", default="128,256")
     parser.add_argument("--columns", default="0")
     parser.add_argument("--cluster", type=int, help="CTAs a matrix, instead of the plan's")
+    parser.add_argument("--batch", type=int, help="matrices a launch, instead of the shape's")
+    parser.add_argument("--no-t", action="store_true", help="leave T's formation out")
     args = parser.parse_args()
     if args.shape:
         plan_panels(args.shape, [int(x) for x in args.threads.split(",")], [int(x) for x in args.columns.split(",")],
-                    args.cluster)
+                    args.cluster, args.batch, not args.no_t)
         return 0
     for batch, n, cluster in SHAPES:
         for threads in ((128, 256, 512) if cluster == 1 else (256, 512)):
