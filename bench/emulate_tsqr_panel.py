@@ -1,0 +1,135 @@
+"""Accuracy of a blocked QR whose panels are TSQR plus Householder reconstruction, emulated in float32 (CPU).
+
+    python bench/emulate_tsqr_panel.py [--matrices 8] [--shapes 640x512,60x1024]
+
+Each PANEL_WIDTH-column panel A (m x b, the rows from its diagonal down) is factored the way a
+TSQR panel kernel would factor it:
+    leaves   rows split in blocks of LEAF_ROWS, each QR'd on its own (Householder, float32)
+    tree     pairs of stacked R factors QR'd until one R is left; Q = the tree's Qs applied down
+    rebuild  LU without pivoting of Q - [S; 0] with S_ii = -sign of the i-th pivot before the
+             shift, so |pivot| >= 1 (Ballard et al., "Reconstructing Householder vectors from
+             Tall-Skinny QR"): Q - [S; 0] = V U with V unit lower trapezoidal, and then
+             T = -U S V1^-T (V1: V's top b x b), tau = diag(T), R = S R_tsqr.
+Then C -= V T^T V^T C on the trailing columns, in float32. The checker of reference.py judges the
+result (H, tau) on the first --matrices matrices of each benchmark case of --shapes, next to
+torch.geqrf on the same matrices. Nothing here runs on a GPU.
+"""
+import argparse
+import sys
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+import eval as harness  # noqa: E402
+import reference  # noqa: E402
+import submission  # noqa: E402
+from compare import _residuals  # noqa: E402
+
+LEAF_ROWS = 32
+
+
+def tsqr(a: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(Q, R) of a batch of m x b panels by a binary tree over row blocks of LEAF_ROWS (b <= LEAF_ROWS)."""
+    batch, m, b = a.shape
+    blocks = [a[:, r:r + LEAF_ROWS] for r in range(0, m, LEAF_ROWS)]
+    qs = []                                 # per level, the Q factors of that level's QRs
+    rs = []
+    level = []
+    for block in blocks:
+        q, r = torch.linalg.qr(block)        # reduced: q is rows x min(rows, b)
+        level.append(q)
+        rs.append(r)
+    qs.append(level)
+    while len(rs) > 1:
+        level, merged = [], []
+        for i in range(0, len(rs), 2):
+            if i + 1 == len(rs):
+                level.append(None)
+                merged.append(rs[i])
+                continue
+            q, r = torch.linalg.qr(torch.cat((rs[i], rs[i + 1]), dim=1))
+            level.append((q, rs[i].shape[1]))
+            merged.append(r)
+        qs.append(level)
+        rs = merged
+    r = rs[0]
+    # Q: the root's identity pushed down the tree
+    carried = [torch.eye(r.shape[1], b, dtype=a.dtype).expand(batch, -1, -1)]
+    for level in reversed(qs[1:]):
+        below = []
+        for node, top in zip(level, carried):
+            if node is None:
+                below.append(top)
+            else:
+                q, rows = node
+                product = q @ top
+                below += [product[:, :rows], product[:, rows:]]
+        carried = below
+    q = torch.cat([leaf @ top for leaf, top in zip(qs[0], carried)], dim=1)
+    return q, r
+
+
+def reconstruct(q: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(V, T, S) with Q - [S; 0] = V U, V unit lower trapezoidal, T = -U S V1^-T, by an unpivoted LU."""
+    batch, m, b = q.shape
+    work = q.clone()
+    signs = torch.empty(batch, b, dtype=q.dtype)
+    for i in range(b):
+        pivot = work[:, i, i]
+        s = -torch.where(pivot >= 0, 1.0, -1.0).to(q.dtype)
+        signs[:, i] = s
+        work[:, i, i] = pivot - s
+        work[:, i + 1:, i] /= work[:, i, i].unsqueeze(1)
+        work[:, i + 1:, i + 1:] -= work[:, i + 1:, i:i + 1] * work[:, i:i + 1, i + 1:]
+    v = torch.tril(work, diagonal=-1)
+    v[:, torch.arange(b), torch.arange(b)] = 1.0
+    u = torch.triu(work[:, :b])
+    # T V1^T = -U S  ->  T = (-U S) V1^-T, V1 unit lower: a triangular solve from the right
+    rhs = -u * signs.unsqueeze(1)
+    t = torch.linalg.solve_triangular(v[:, :b].transpose(1, 2), rhs, upper=True, left=False, unitriangular=True)
+    return v, torch.triu(t), signs
+
+
+def factor(a: torch.Tensor, width: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """geqrf-format (H, tau) of a float32 batch, panels by TSQR and reconstruction."""
+    h = a.clone()
+    batch, n, _ = a.shape
+    tau = torch.zeros(batch, n, dtype=a.dtype)
+    for c in range(0, n, width):
+        b = min(width, n - c)
+        q, r = tsqr(h[:, c:, c:c + b])
+        v, t, signs = reconstruct(q)
+        h[:, c:c + b, c:c + b] = torch.triu(signs.unsqueeze(2) * r)
+        below = torch.tril(v, diagonal=-1)
+        h[:, c:, c:c + b] = torch.where(torch.tril(torch.ones_like(below, dtype=torch.bool), diagonal=-1),
+                                        below, h[:, c:, c:c + b])
+        tau[:, c:c + b] = torch.diagonal(t, dim1=1, dim2=2)
+        if c + b < n:
+            trailing = h[:, c:, c + b:]
+            h[:, c:, c + b:] = trailing - v @ (t.transpose(1, 2) @ (v.transpose(1, 2) @ trailing))
+    return h, tau
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--matrices", type=int, default=8)
+    parser.add_argument("--shapes", default="640x512,60x1024", help="benchmark cases of these batch x n")
+    args = parser.parse_args()
+    shapes = args.shapes.split(",")
+    for bench in harness.parse_specs(harness.task_yml_specs("benchmarks"), "task.yml", None):
+        if f"{bench.args['batch']}x{bench.args['n']}" not in shapes:
+            continue
+        a = reference.generate_input(**bench.args)[:args.matrices].contiguous()
+        for name, solve in (("geqrf", torch.geqrf), ("tsqr", lambda x: factor(x, submission.PANEL_WIDTH))):
+            ok, message = reference.check_implementation(a, solve(a))
+            figures = "factor %8.3f  orth %8.3f" % _residuals(message) if ok else message
+            print(f"{bench.spec:58s} {name:6s} {'pass' if ok else 'FAIL'}  {figures}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
