@@ -33,49 +33,45 @@ LEAF_ROWS = 32
 
 
 def tsqr(a: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """(Q, R) of a batch of m x b panels by a binary tree over row blocks of LEAF_ROWS (b <= LEAF_ROWS)."""
+    """(Q, R) of a batch of m x b panels by a binary tree over row blocks of LEAF_ROWS (b <= LEAF_ROWS).
+
+    Up the tree: each leaf block is QR'd, then each pair of neighbouring R factors, stacked, until one
+    R is left (an odd one out goes up as it is). Down the tree: the root's identity, multiplied by
+    each node's Q and split between its two children, becomes each leaf's share of Q.
+    """
     batch, m, b = a.shape
-    blocks = [a[:, r:r + LEAF_ROWS] for r in range(0, m, LEAF_ROWS)]
-    qs = []                                 # per level, the Q factors of that level's QRs
-    rs = []
-    level = []
-    for block in blocks:
-        q, r = torch.linalg.qr(block)        # reduced: q is rows x min(rows, b)
-        level.append(q)
-        rs.append(r)
-    qs.append(level)
+    leaves = [torch.linalg.qr(a[:, r:r + LEAF_ROWS]) for r in range(0, m, LEAF_ROWS)]
+    merges = []                             # per level up: (Q of the stacked pair, rows of its upper R) or None
+    rs = [r for _, r in leaves]
     while len(rs) > 1:
         level, merged = [], []
         for i in range(0, len(rs), 2):
             if i + 1 == len(rs):
                 level.append(None)
                 merged.append(rs[i])
-                continue
-            q, r = torch.linalg.qr(torch.cat((rs[i], rs[i + 1]), dim=1))
-            level.append((q, rs[i].shape[1]))
-            merged.append(r)
-        qs.append(level)
-        rs = merged
-    r = rs[0]
-    # Q: the root's identity pushed down the tree
-    carried = [torch.eye(r.shape[1], b, dtype=a.dtype).expand(batch, -1, -1)]
-    for level in reversed(qs[1:]):
-        below = []
-        for node, top in zip(level, carried):
-            if node is None:
-                below.append(top)
             else:
-                q, rows = node
-                product = q @ top
-                below += [product[:, :rows], product[:, rows:]]
-        carried = below
-    q = torch.cat([leaf @ top for leaf, top in zip(qs[0], carried)], dim=1)
-    return q, r
+                q, r = torch.linalg.qr(torch.cat((rs[i], rs[i + 1]), dim=1))
+                level.append((q, rs[i].shape[1]))
+                merged.append(r)
+        merges.append(level)
+        rs = merged
+    shares = [torch.eye(rs[0].shape[1], b, dtype=a.dtype).expand(batch, -1, -1)]
+    for level in reversed(merges):
+        below = []
+        for node, share in zip(level, shares):
+            if node is None:
+                below.append(share)
+            else:
+                q, upper_rows = node
+                product = q @ share
+                below += [product[:, :upper_rows], product[:, upper_rows:]]
+        shares = below
+    return torch.cat([q @ share for (q, _), share in zip(leaves, shares)], dim=1), rs[0]
 
 
 def reconstruct(q: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """(V, T, S) with Q - [S; 0] = V U, V unit lower trapezoidal, T = -U S V1^-T, by an unpivoted LU."""
-    batch, m, b = q.shape
+    batch, _, b = q.shape
     work = q.clone()
     signs = torch.empty(batch, b, dtype=q.dtype)
     for i in range(b):
@@ -103,10 +99,9 @@ def factor(a: torch.Tensor, width: int) -> tuple[torch.Tensor, torch.Tensor]:
         b = min(width, n - c)
         q, r = tsqr(h[:, c:, c:c + b])
         v, t, signs = reconstruct(q)
-        h[:, c:c + b, c:c + b] = torch.triu(signs.unsqueeze(2) * r)
-        below = torch.tril(v, diagonal=-1)
-        h[:, c:, c:c + b] = torch.where(torch.tril(torch.ones_like(below, dtype=torch.bool), diagonal=-1),
-                                        below, h[:, c:, c:c + b])
+        panel = torch.tril(v, diagonal=-1)                  # V below the diagonal, R = S R_tsqr on and above
+        panel[:, :b] += torch.triu(signs.unsqueeze(2) * r)
+        h[:, c:, c:c + b] = panel
         tau[:, c:c + b] = torch.diagonal(t, dim1=1, dim2=2)
         if c + b < n:
             trailing = h[:, c:, c + b:]
