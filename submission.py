@@ -112,6 +112,11 @@ PANEL_MAX_ROWS = 1024       # rows a panel CTA holds: 2 x 32 registers per lane 
 # take one wave instead of two (H200, 640x512, one panel: 288 rows 97 vs 125 us at 256 threads,
 # 64 rows 53 vs 76; at 512 rows, three CTAs an SM either way, 202 vs 164)
 PANEL_NARROW = (288, 128)
+# where clusters run in one wave (`resident`), a panel of at most this many rows left goes to one CTA a
+# matrix of this many threads: the cluster's per-column exchange costs more than the rows it splits
+# (H200, 60x1024, one panel of 512 rows: 49.1 us on one CTA, 54.6 on a cluster of 2; of 1024 rows:
+# 82.0 against 70.7)
+PANEL_ALONE = (512, 512)
 # a panel's CTAs hold the rows left below it rounded up to this, so that later panels take less shared
 # memory and fewer registers and more CTAs fit on an SM (one compiled kernel per step of rows) ...
 PANEL_ROW_STEP = 128
@@ -1677,9 +1682,13 @@ def blocked_plan(n: int, cluster: int, resident: bool) -> Plan:
 def panel_plan(plan: Plan, n: int, c: int) -> Plan:
     """The plan of the panel at column c: CTAs that hold only the n - c rows left (per cluster CTA),
     rounded up to PANEL_ROW_STEP (PANEL_ROW_STEP_SHARED where CTAs share SMs, and then PANEL_NARROW's
-    threads once few rows are left); a square plan as it is."""
+    threads once few rows are left); a one-wave cluster plan's panel on one CTA a matrix once
+    PANEL_ALONE's rows are left; a square plan as it is."""
     if plan.square:
         return plan
+    alone_rows, alone_threads = PANEL_ALONE
+    if plan.cluster > 1 and plan.resident and n - c <= alone_rows:
+        return replace(plan, rows=_round_up(n - c, PANEL_ROW_STEP), cluster=1, threads=alone_threads)
     step = PANEL_ROW_STEP if plan.resident else PANEL_ROW_STEP_SHARED
     rows = min(plan.rows, _round_up(-(-(n - c) // plan.cluster), step))
     max_rows, threads = PANEL_NARROW
