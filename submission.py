@@ -176,6 +176,8 @@ TRITON_INTERPRETED = tl.constexpr(os.environ.get("TRITON_INTERPRET") == "1")
 STAGE_BLOCK = (32, 128)     # rows x columns of a staging / lift tile
 STAGE_ROWS = 8              # panel rows a warp loads into registers before it stores them to shared memory
 DOT_CHAINS = 4              # partial sums of a lane's dot product over its slots: independent FMA chains
+# (16-row, 8-column) mma tiles of V^T V on or above its diagonal
+GRAM_TILES = ((0, 0), (0, 1), (0, 2), (0, 3), (1, 2), (1, 3))
 WARP = 32
 # slots of a CTA's cluster scratch (see scratch_slots)
 SLOT_SCALED, SLOT_GRAM = 0, 1
@@ -1122,20 +1124,30 @@ if cutlass is not None:
             mma operands: of A = V^T (m-tiles of 16 columns) and of B = V (n-tiles of 8). Each product
             sums big x big, the four cross terms down to 2^-16 and middle x middle (the terms
             dropped are below 2^-24 of |v_i| |v_j|, about float32's rounding; the tensor cores'
-            float32 accumulation is not rounded to nearest). The warps' partial sums are added
-            into sGram in warp order (the same bits every run), and a CTA barrier ends it.
+            float32 accumulation is not rounded to nearest).
+
+            The first `_gram_warps()` warps take the chunks. Their partial sums
+            go to sP, which the panel no longer needs once every warp has read
+            it (a CTA barrier): a warp's entries above the diagonal (i < j, all
+            that T needs) to its own packed triangle, (i, j) at j (j - 1) / 2 + i.
+            After a second barrier each thread adds an entry of every triangle
+            in warp order (the same bits every run) into sGram, and a third
+            barrier ends it.
             """
             W = self.width
-            NW = self.threads // WARP
             assert W == 32, "the fragment mapping covers a 32 x 32 Gram matrix"
+            gram_warps = self._gram_warps()
             group = lane // 4
             pair = lane % 4
-            tiles = ((0, 0), (0, 1), (0, 2), (0, 3), (1, 2), (1, 3))      # (m-tile, n-tile) on or above the diagonal
             products = ((1, 1), (0, 2), (2, 0), (0, 1), (1, 0), (0, 0))   # (split of A, of B), a chunk's smallest first
-            rG = cute.make_rmem_tensor(4 * len(tiles), cutlass.Float32)
-            for e in cutlass.range_constexpr(4 * len(tiles)):
+            rG = cute.make_rmem_tensor(4 * len(GRAM_TILES), cutlass.Float32)
+            for e in cutlass.range_constexpr(4 * len(GRAM_TILES)):
                 rG[e] = cutlass.Float32(0.0)
-            for q in cutlass.range(16 * warp, nloc, 16 * NW):
+            chunks_end = nloc                           # the rows this warp's chunks stay below
+            if cutlass.const_expr(gram_warps < self.threads // WARP):
+                if warp >= gram_warps:
+                    chunks_end = 0
+            for q in cutlass.range(16 * warp, chunks_end, 16 * gram_warps):
                 # terms[k][half][m]: split k of rows (q + 2t, q + 2t + 1) (half 0) or (+8, +9) (half 1), column g + 8m
                 terms = [[[None] * 4, [None] * 4] for _ in "bms"]
                 for half in cutlass.range_constexpr(2):
@@ -1145,8 +1157,8 @@ if cutlass is not None:
                                             self._v_entry(sP, row + 1, group + 8 * m, r0, nloc, c))
                         for k in cutlass.range_constexpr(3):
                             terms[k][half][m] = split[k]
-                for t in cutlass.range_constexpr(len(tiles)):
-                    mt, nt = tiles[t]
+                for t in cutlass.range_constexpr(len(GRAM_TILES)):
+                    mt, nt = GRAM_TILES[t]
                     acc = [rG[4 * t], rG[4 * t + 1], rG[4 * t + 2], rG[4 * t + 3]]
                     for p in cutlass.range_constexpr(len(products)):
                         ka, kb = products[p]
@@ -1155,18 +1167,36 @@ if cutlass is not None:
                         acc = _mma_bf16(a, [terms[kb][0][nt], terms[kb][1][nt]], acc)
                     for e in cutlass.range_constexpr(4):
                         rG[4 * t + e] = acc[e]
-            for s in cutlass.range_constexpr(NW):
-                if warp == s:
-                    for t in cutlass.range_constexpr(len(tiles)):
-                        mt, nt = tiles[t]
-                        for e in cutlass.range_constexpr(4):
-                            i = 16 * mt + group + 8 * (e // 2)
-                            j = 8 * nt + 2 * pair + e % 2
-                            if cutlass.const_expr(s == 0):
-                                sGram[i, j] = rG[4 * t + e]
-                            else:
-                                sGram[i, j] = sGram[i, j] + rG[4 * t + e]
-                cute.arch.sync_threads()
+            # ----- partial sums through sP, added in warp order -----
+            triangle = W * (W - 1) // 2
+            sParts = cute.make_tensor(sP.iterator, cute.make_layout(gram_warps * triangle))
+            cute.arch.sync_threads()                                     # every warp has read sP
+            if warp < gram_warps:
+                for t in cutlass.range_constexpr(len(GRAM_TILES)):
+                    mt, nt = GRAM_TILES[t]
+                    for e in cutlass.range_constexpr(4):
+                        i = 16 * mt + group + 8 * (e // 2)
+                        j = 8 * nt + 2 * pair + e % 2
+                        if i < j:
+                            sParts[warp * triangle + j * (j - 1) // 2 + i] = rG[4 * t + e]
+            cute.arch.sync_threads()
+            for p in cutlass.range(cute.arch.thread_idx()[0], W * W, self.threads):
+                col = p // W
+                row = p - col * W
+                if row < col:
+                    packed = col * (col - 1) // 2 + row
+                    total = sParts[packed]
+                    for s in cutlass.range_constexpr(1, gram_warps):
+                        total = total + sParts[s * triangle + packed]
+                    sGram[row, col] = total
+            cute.arch.sync_threads()
+
+        def _gram_warps(self) -> int:
+            """Warps that take `_gram`'s row chunks: all, or as many as sP holds the packed triangles of (for
+            rows a multiple of 16, at least one a chunk: ld W / (W (W - 1) / 2) > rows / 16)."""
+            gram_warps = min(self.threads // WARP, self.ld * self.width // (self.width * (self.width - 1) // 2))
+            assert gram_warps >= 1
+            return gram_warps
 
         @cute.jit
         def _v_entry(self, sP, r, col, r0, nloc, c):
