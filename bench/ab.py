@@ -9,11 +9,12 @@ constants overridden after import (`NAME=VALUE`, VALUE a Python literal,
 several joined by `:`). Per shape (the first benchmark case of each
 batch x n; a shape no benchmark has gets a dense cond-1 case), every
 variant factors the same inputs once, checked by
-`reference.check_implementation`; then `--rounds` rounds time each variant
-in turn the way SPEC §5 does (synchronize, flush L2, CUDA events around
-`[f(x) for x in inputs]`, time per call). Interleaving puts every variant
-under the same machine noise. Prints the median per variant and its ratio
-to the first variant.
+`reference.check_implementation` and compared bit for bit with the first
+variant's factors of the first input (printed where they differ); then
+`--rounds` rounds time each variant in turn the way SPEC §5 does
+(synchronize, flush L2, CUDA events around `[f(x) for x in inputs]`, time
+per call). Interleaving puts every variant under the same machine noise.
+Prints the median per variant and its ratio to the first variant.
 """
 import argparse
 import ast
@@ -76,13 +77,19 @@ def time_side_by_side(cases: list, variants: dict, rounds: int) -> bool:
     for case in cases:
         inputs = compare._inputs(case.args)
         device = inputs[0].device
-        times = {}
+        times, first_factors = {}, None
         for name, factor in variants.items():
-            for x in inputs:
-                ok, message = reference.check_implementation(x, factor(x))
+            for i, x in enumerate(inputs):
+                factors = factor(x)
+                ok, message = reference.check_implementation(x, factors)
                 if not ok:
                     print(f"  {name} fails {case.spec}: {message}", flush=True)
                     passed = False
+                if i == 0 and first_factors is None:
+                    first_factors = factors
+                elif i == 0 and not all(map(torch.equal, factors, first_factors)):
+                    h_diff = (factors[0] - first_factors[0]).abs().max().item()
+                    print(f"  {name} differs from the first variant's bits (max |H - H_first| {h_diff:.3g})", flush=True)
             times[name] = []
         watch = utils.Stopwatch(device)
         for _ in range(rounds):
@@ -99,7 +106,7 @@ def time_side_by_side(cases: list, variants: dict, rounds: int) -> bool:
         first = next(iter(medians.values()))
         cells = "".join(f"{m:9.3f} ({m / first:4.2f})" for m in medians.values())
         print(f"{case.args['batch']:>5d}x{case.args['n']:<4d}{cells}", flush=True)
-        del inputs
+        del inputs, first_factors
     return passed
 
 

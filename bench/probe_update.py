@@ -1,6 +1,6 @@
 """One trailing update alone, at W = 32, 64 and 128 and several launch configurations (GPU).
 
-    python bench/probe_update.py [--shapes 640x512,60x1024,8x2048,2x4096] [--reps 7]
+    python bench/probe_update.py [--shapes 640x512,60x1024,8x2048,2x4096] [--reps 7] [--match REGEX]
 
 For each shape, the first panel's block reflector (c = 0) is applied to the
 columns right of one panel (W = 32), a pair (W = 64) or a pair of pairs
@@ -14,6 +14,7 @@ pair of pairs would); each row also gives the kernels' registers/spills.
 import argparse
 import itertools
 import os
+import re
 import statistics
 import sys
 from pathlib import Path
@@ -104,6 +105,7 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--shapes", default="640x512,60x1024,8x2048,2x4096")
     parser.add_argument("--reps", type=int, default=7)
+    parser.add_argument("--match", default="", help="time only the configurations whose name this regex matches")
     args = parser.parse_args(argv)
     device = torch.device("cuda")
     sms = torch.cuda.get_device_properties(device).multi_processor_count
@@ -117,6 +119,8 @@ def main(argv: list[str]) -> int:
         y = torch.empty(triton.cdiv(n, submission.TRAIL_BLOCK_M), batch, 4 * W, n, device=device)
         print(f"--- {shape}, c = 0", flush=True)
         for name, width, launch in configurations(sms):
+            if not re.search(args.match, name):
+                continue
             kernels = launch(h, t[width], y, n)     # compiles
             median = median_us(lambda: launch(h, t[width], y, n), lambda: h.copy_(pristine), args.reps, device)
             registers = " ".join(f"{k}: {v.n_regs} regs, {v.n_spills} spills" for k, v in kernels.items())
