@@ -145,9 +145,6 @@ MAX_CACHED_BYTES = 2 << 30  # ... while their buffers take at most this much dev
 LOOKAHEAD_MIN_N = 1024
 LOOKAHEAD_BLOCK_N = 32      # columns of a tile of the next panel's update
 MERGE_BLOCK_M = 64          # rows a trip of a pair's V1^T V2 (float32 FMA; split by rows like V^T C)
-# software-pipeline stages of that loop: Triton's default of 3 takes 255 registers and spills 192 bytes
-# (ptxas of Triton 3.6, sm_90a), 1 takes 96
-MERGE_STAGES = 1
 # panels go in pairs, merged into one block reflector of 2 x PANEL_WIDTH columns for one pass over the
 # trailing columns instead of two, while the trailing matrices hold at least this many bytes and that
 # pass is one fused launch: there DRAM passes, not the panels, set a step's time. H200: 640x512 -8%,
@@ -557,12 +554,9 @@ def _wy_apply_kernel(
 
 
 @triton.jit
-def _pair_gram_kernel(h_ptr, g_ptr, t_ptr, t_next_ptr, t_pair_ptr, n, c, rows_per_split, W: tl.constexpr,
-                      BLOCK_M: tl.constexpr, MERGE: tl.constexpr):
+def _pair_gram_kernel(h_ptr, g_ptr, n, c, rows_per_split, W: tl.constexpr, BLOCK_M: tl.constexpr):
     """g[split, b] := V1^T V2 over the split's rows, for V1, V2 the reflectors of the panels at c and c + W
-    (V2 is 0 above row c + W, so the rows run from there), in float32 (no tensor-core rounding). With
-    MERGE (one split: the program has all the rows) it stores the merged T itself (`_store_merged_t`)
-    instead of g."""
+    (V2 is 0 above row c + W, so the rows run from there), in float32 (no tensor-core rounding)."""
     split = tl.program_id(0)
     b = tl.program_id(1)
     h_ptr += b.to(tl.int64) * n * n
@@ -574,16 +568,19 @@ def _pair_gram_kernel(h_ptr, g_ptr, t_ptr, t_next_ptr, t_pair_ptr, n, c, rows_pe
         v1 = _load_reflectors(h_ptr, r0, rows, row_lo, row_hi, c, n, W)
         v2 = _load_reflectors(h_ptr, r0, rows, row_lo, row_hi, c + W, n, W)
         gram = tl.dot(tl.trans(v1), v2, gram, input_precision="ieee")
-    if MERGE:
-        _store_merged_t(t_ptr, t_next_ptr, t_pair_ptr, b, gram, W)
-    else:
-        k = tl.arange(0, W)
-        tl.store(g_ptr + (split * tl.num_programs(1) + b).to(tl.int64) * W * W + k[:, None] * W + k[None, :], gram)
+    k = tl.arange(0, W)
+    tl.store(g_ptr + (split * tl.num_programs(1) + b).to(tl.int64) * W * W + k[:, None] * W + k[None, :], gram)
 
 
 @triton.jit
 def _merge_reflectors_kernel(g_ptr, t_ptr, t_next_ptr, t_pair_ptr, splits, W: tl.constexpr):
-    """`_store_merged_t` of V1^T V2 summed over g's splits in split order (the same bits every run)."""
+    """T of the panels at c and c + W as one block reflector of 2W columns (2W x 2W, row-major):
+
+        (I - V1 T1 V1^T)(I - V2 T2 V2^T) = I - [V1 V2] [[T1, -T1 (V1^T V2) T2], [0, T2]] [V1 V2]^T
+
+    with T1 in t, T2 in t_next (W x W, row-major) and V1^T V2 the sum of g's splits in split order (the
+    same bits every run), all in float32: T's entries weigh every later update.
+    """
     b = tl.program_id(0)
     batch = tl.num_programs(0)
     k = tl.arange(0, W)
@@ -591,20 +588,6 @@ def _merge_reflectors_kernel(g_ptr, t_ptr, t_next_ptr, t_pair_ptr, splits, W: tl
     gram = tl.zeros((W, W), dtype=tl.float32)
     for split in range(splits):
         gram += tl.load(g_ptr + (split * batch + b).to(tl.int64) * W * W + square)
-    _store_merged_t(t_ptr, t_next_ptr, t_pair_ptr, b, gram, W)
-
-
-@triton.jit
-def _store_merged_t(t_ptr, t_next_ptr, t_pair_ptr, b, gram, W: tl.constexpr):
-    """t_pair[b] := T of the panels at c and c + W as one block reflector of 2W columns (2W x 2W, row-major):
-
-        (I - V1 T1 V1^T)(I - V2 T2 V2^T) = I - [V1 V2] [[T1, -T1 (V1^T V2) T2], [0, T2]] [V1 V2]^T
-
-    with T1 in t, T2 in t_next (W x W, row-major) and gram = V1^T V2, all in float32: T's entries weigh
-    every later update.
-    """
-    k = tl.arange(0, W)
-    square = k[:, None] * W + k[None, :]
     t1 = tl.load(t_ptr + b.to(tl.int64) * W * W + square)
     t2 = tl.load(t_next_ptr + b.to(tl.int64) * W * W + square)
     t12 = -tl.dot(tl.dot(t1, gram, input_precision="ieee"), t2, input_precision="ieee")
@@ -2001,17 +1984,14 @@ def _apply_block_reflector(h, y, t, c: int, width: int, update: Update, source=N
 
 def _merge_reflectors(h, gram, t, t_next, t_pair, c: int, width: int):
     """t_pair := the block reflector T of the panels at c and c + width (T in t and t_next), 2 width wide,
-    their V1^T V2 summed over as many row splits as `gram` (splits x batch x width x width) holds: with
-    one split a single launch, whose programs merge T themselves; else a second launch sums the splits."""
+    their V1^T V2 summed over as many row splits as `gram` (splits x batch x width x width) holds."""
     batch, n, _ = h.shape
     splits = gram.shape[0]
     rows_per_split = triton.cdiv(triton.cdiv(n - c - width, splits), MERGE_BLOCK_M) * MERGE_BLOCK_M
     splits = triton.cdiv(n - c - width, rows_per_split)
-    _pair_gram_kernel[(splits, batch)](h, gram, t, t_next, t_pair, n, c, rows_per_split, W=width,
-                                       BLOCK_M=MERGE_BLOCK_M, MERGE=splits == 1, num_warps=TRAIL_WARPS,
-                                       num_stages=MERGE_STAGES)
-    if splits > 1:
-        _merge_reflectors_kernel[(batch,)](gram, t, t_next, t_pair, splits, W=width, num_warps=TRAIL_WARPS)
+    _pair_gram_kernel[(splits, batch)](h, gram, n, c, rows_per_split, W=width, BLOCK_M=MERGE_BLOCK_M,
+                                       num_warps=TRAIL_WARPS)
+    _merge_reflectors_kernel[(batch,)](gram, t, t_next, t_pair, splits, W=width, num_warps=TRAIL_WARPS)
 
 
 class Factorization:
