@@ -1,0 +1,173 @@
+"""The pair's trailing update fed by TMA, with V as bf16 planes, against main's fused update (GPU).
+
+    python bench/probe_planes_update.py [--shapes 640x512,60x1024] [--columns 0,256] [--reps 7]
+
+Main's fused W = 64 update (`submission._wy_update_kernel`) loads V as
+float32 through per-element pointers and splits it into its bf16 pair in
+every program, twice (V^T C, then the update), so that V reaches the
+tensor cores only after a trip through registers and back to shared
+memory. Here V's two bf16 planes (hi, lo: batch x n x W each, the unit
+triangle selected) are written once per pair by `_planes_kernel`, and the
+update loads them and C through 3-D TMA tensor descriptors, pipelined by
+Triton over STAGES row blocks: the planes go from the TMA buffers straight
+into the products (wgmma on Hopper, tcgen05 on Blackwell; local ptxas of
+Triton 3.6 for sm_90: 106 registers at 4 warps, no spills). C is still
+split in registers for V^T C, and is the accumulator the update adds
+V (-Y) to; the result leaves by a TMA store.
+
+The warp-specialized Gluon kernel of `probe_ws_update.py` (mma.sync) lost
+by 35-50%: its 3xBF16 mma.sync products alone are ~2500 cycles a row block.
+Here the products stay on the wgmma path that main's kernel uses.
+
+Each configuration updates the columns right of the pair at column c
+(random h and T), is checked against main's kernel on the same input, and
+timed alone (h restored, L2 flushed, events; the median of `reps`). The
+planes' own kernel is timed alone too: the new update's cost is the sum.
+"""
+import argparse
+import os
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ["QR_SKIP_PRECOMPILE"] = "1"
+
+import torch  # noqa: E402
+import triton  # noqa: E402
+import triton.language as tl  # noqa: E402
+from triton.tools.tensor_descriptor import TensorDescriptor  # noqa: E402
+
+import submission  # noqa: E402
+from probe_update import median_us  # noqa: E402
+
+W = 2 * submission.PANEL_WIDTH     # a pair's block reflector
+PLANE_BLOCK_M = 64
+
+
+@triton.jit
+def _planes_kernel(h_ptr, hi_ptr, lo_ptr, n, c, W: tl.constexpr, BLOCK_M: tl.constexpr):
+    """hi, lo[b, rows, :] := _bf16_pair(V[rows]) for the panel pair at column c, rows c + program 0's block..."""
+    b = tl.program_id(1)
+    r0 = c + tl.program_id(0) * BLOCK_M
+    rows = r0 + tl.arange(0, BLOCK_M)
+    v = submission._load_reflectors(h_ptr + b.to(tl.int64) * n * n, r0, rows, c, n, c, n, W)
+    hi, lo = submission._bf16_pair(v)
+    plane = b.to(tl.int64) * n * W + rows[:, None] * W + tl.arange(0, W)[None, :]
+    tl.store(hi_ptr + plane, hi, mask=(rows < n)[:, None])
+    tl.store(lo_ptr + plane, lo, mask=(rows < n)[:, None])
+
+
+@triton.jit
+def _planes_update_kernel(c_desc, hi_desc, lo_desc, t_ptr, n, c, col_lo,
+                          W: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, STAGES: tl.constexpr):
+    """C := C - V T^T V^T C for one column tile, C = H[b, c:, col_lo:] (c_desc's columns), V given by its bf16
+    planes hi + lo; rows past n are read as zeros and not stored (3-D descriptors)."""
+    pid_n = tl.program_id(0)
+    b = tl.program_id(1)
+    col0 = col_lo + pid_n * BLOCK_N
+    k = tl.arange(0, W)
+    blocks = tl.cdiv(n - c, BLOCK_M)
+
+    # ----- (V^T C)^T, top to bottom -----
+    acc = tl.zeros((BLOCK_N, W), dtype=tl.float32)
+    for i in tl.range(0, blocks, num_stages=STAGES):
+        r0 = c + i * BLOCK_M
+        tile = c_desc.load([b, r0, col0]).reshape(BLOCK_M, BLOCK_N)
+        v_hi = hi_desc.load([b, r0, 0]).reshape(BLOCK_M, W)
+        v_lo = lo_desc.load([b, r0, 0]).reshape(BLOCK_M, W)
+        tile_hi, tile_lo = submission._bf16_pair(tl.trans(tile))
+        acc = tl.dot(tile_hi, v_hi, tl.dot(tile_lo, v_hi, tl.dot(tile_hi, v_lo, acc)))
+
+    # ----- -Y = -(T^T V^T C), split -----
+    t = tl.load(t_ptr + b.to(tl.int64) * W * W + k[:, None] * W + k[None, :])
+    y_hi, y_lo = submission._bf16_pair(-tl.trans(submission._times_t(acc, t, W)))
+
+    # ----- C + V (-Y), bottom to top -----
+    for i in tl.range(0, blocks, num_stages=STAGES):
+        r0 = c + (blocks - 1 - i) * BLOCK_M
+        tile = c_desc.load([b, r0, col0]).reshape(BLOCK_M, BLOCK_N)
+        v_hi = hi_desc.load([b, r0, 0]).reshape(BLOCK_M, W)
+        v_lo = lo_desc.load([b, r0, 0]).reshape(BLOCK_M, W)
+        out = tl.dot(v_hi, y_hi, tl.dot(v_hi, y_lo, tl.dot(v_lo, y_hi, tile)))
+        c_desc.store([b, r0, col0], out.reshape(1, BLOCK_M, BLOCK_N))
+
+
+def main_fused(h, t, n, c, planes):
+    """Main's fused update of the columns [c + W, n) by the pair at c."""
+    batch = h.shape[0]
+    block_n = submission.TRAIL_BLOCK_N
+    return submission._wy_update_kernel[(triton.cdiv(n - c - W, block_n), batch)](
+        h, t, h, h, n, c, c + W, n, W=W, BLOCK_M=submission._pick(submission.TRAIL_FUSED_BLOCK_M, W),
+        BLOCK_N=block_n, FROM_INPUT=False, num_warps=submission.TRAIL_WARPS, num_stages=submission.TRAIL_STAGES)
+
+
+def write_planes(h, n, c, planes):
+    """V's bf16 planes of the pair at c into planes (2 x batch x n x W)."""
+    batch = h.shape[0]
+    return _planes_kernel[(triton.cdiv(n - c, PLANE_BLOCK_M), batch)](
+        h, planes[0], planes[1], n, c, W=W, BLOCK_M=PLANE_BLOCK_M, num_warps=4)
+
+
+def planes_fused(h, t, n, c, planes, warps, stages, block_m, block_n):
+    """The same update by `_planes_update_kernel`, given the planes."""
+    batch = h.shape[0]
+    c_desc = TensorDescriptor(h, [batch, n, n], [n * n, n, 1], [1, block_m, block_n])
+    hi_desc, lo_desc = (TensorDescriptor(p, [batch, n, W], [n * W, W, 1], [1, block_m, W]) for p in planes)
+    return _planes_update_kernel[(triton.cdiv(n - c - W, block_n), batch)](
+        c_desc, hi_desc, lo_desc, t, n, c, c + W, W=W, BLOCK_M=block_m, BLOCK_N=block_n, STAGES=stages,
+        num_warps=warps, num_stages=stages)
+
+
+def configurations():
+    """(name, launch(h, t, n, c, planes)) of every configuration timed; main's first."""
+    rows = [("main fused W64", main_fused), ("planes alone", lambda h, t, n, c, planes: write_planes(h, n, c, planes))]
+    for warps, stages, block_m, block_n in ((4, 1, 64, 64), (4, 2, 64, 64), (4, 3, 64, 64), (8, 2, 64, 64),
+                                             (8, 3, 128, 64), (4, 2, 64, 32), (4, 3, 64, 32), (4, 4, 64, 32)):
+        rows.append((f"planes warps {warps} stages {stages} BM {block_m} BN {block_n}",
+                     lambda h, t, n, c, planes, a=(warps, stages, block_m, block_n): planes_fused(h, t, n, c, planes, *a)))
+    return rows
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--shapes", default="640x512,60x1024")
+    parser.add_argument("--columns", default="0,256", help="the pair's column c")
+    parser.add_argument("--reps", type=int, default=7)
+    args = parser.parse_args(argv)
+    device = torch.device("cuda")
+    torch.manual_seed(0)
+    print(f"{torch.cuda.get_device_name()}; median of {args.reps}", flush=True)
+    for shape in args.shapes.split(","):
+        batch, n = map(int, shape.split("x"))
+        pristine = torch.randn(batch, n, n, device=device) / n ** 0.5
+        h = pristine.clone()
+        t = (0.1 * torch.randn(batch, W, W, device=device)).triu()
+        planes = torch.zeros(2, batch, n, W, dtype=torch.bfloat16, device=device)
+        for c in map(int, args.columns.split(",")):
+            print(f"--- {shape}, c = {c}", flush=True)
+            write_planes(pristine, n, c, planes)
+            expected = None
+            for name, launch in configurations():
+                h.copy_(pristine)
+                try:
+                    kernel = launch(h, t, n, c, planes)     # compiles
+                except Exception as error:                  # a configuration that does not build
+                    print(f"{name:44s} failed: {type(error).__name__}: {str(error).splitlines()[0][:160]}",
+                          flush=True)
+                    continue
+                torch.cuda.synchronize()
+                if expected is None:
+                    expected = h.clone()
+                scale = (expected - pristine).abs().max()
+                error = ((h - expected).abs().max() / scale).item() if name != "planes alone" else 0.0
+                median = median_us(lambda: launch(h, t, n, c, planes), lambda: h.copy_(pristine), args.reps, device)
+                print(f"{name:44s} {median:9.1f} us   {kernel.n_regs} regs, {kernel.n_spills} spills, "
+                      f"diff {error:.1e} of the update", flush=True)
+        del pristine, h, planes
+        torch.cuda.empty_cache()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
