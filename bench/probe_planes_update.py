@@ -12,8 +12,9 @@ update loads them and C through 3-D TMA tensor descriptors, pipelined by
 Triton over STAGES row blocks: the planes go from the TMA buffers straight
 into the products (wgmma on Hopper, tcgen05 on Blackwell; local ptxas of
 Triton 3.6 for sm_90: 106 registers at 4 warps, no spills). C is still
-split in registers for V^T C, and is the accumulator the update adds
-V (-Y) to; the result leaves by a TMA store.
+split in registers for V^T C, and the products and their order are
+main's (the same bits); the result leaves by a TMA store.
+`bench/wip/planes-update.patch` wires the same kernel into the submission.
 
 The warp-specialized Gluon kernel of `probe_ws_update.py` (mma.sync) lost
 by 35-50%: its 3xBF16 mma.sync products alone are ~2500 cycles a row block.
@@ -79,18 +80,18 @@ def _planes_update_kernel(c_desc, hi_desc, lo_desc, t_ptr, n, c, col_lo,
         tile_hi, tile_lo = submission._bf16_pair(tl.trans(tile))
         acc = tl.dot(tile_hi, v_hi, tl.dot(tile_lo, v_hi, tl.dot(tile_hi, v_lo, acc)))
 
-    # ----- -Y = -(T^T V^T C), split -----
+    # ----- Y = T^T V^T C, split -----
     t = tl.load(t_ptr + b.to(tl.int64) * W * W + k[:, None] * W + k[None, :])
-    y_hi, y_lo = submission._bf16_pair(-tl.trans(submission._times_t(acc, t, W)))
+    y_hi, y_lo = submission._bf16_pair(tl.trans(submission._times_t(acc, t, W)))
 
-    # ----- C + V (-Y), bottom to top -----
+    # ----- C - V Y, bottom to top (main's products in main's order: the same bits) -----
     for i in tl.range(0, blocks, num_stages=STAGES):
         r0 = c + (blocks - 1 - i) * BLOCK_M
         tile = c_desc.load([b, r0, col0]).reshape(BLOCK_M, BLOCK_N)
         v_hi = hi_desc.load([b, r0, 0]).reshape(BLOCK_M, W)
         v_lo = lo_desc.load([b, r0, 0]).reshape(BLOCK_M, W)
-        out = tl.dot(v_hi, y_hi, tl.dot(v_hi, y_lo, tl.dot(v_lo, y_hi, tile)))
-        c_desc.store([b, r0, col0], out.reshape(1, BLOCK_M, BLOCK_N))
+        reflected = tl.dot(v_hi, y_hi, tl.dot(v_lo, y_hi, tl.dot(v_hi, y_lo, tl.zeros((BLOCK_M, BLOCK_N), tl.float32))))
+        c_desc.store([b, r0, col0], (tile - reflected).reshape(1, BLOCK_M, BLOCK_N))
 
 
 def main_fused(h, t, n, c, planes):
