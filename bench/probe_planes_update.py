@@ -25,7 +25,6 @@ Each configuration updates the columns right of the pair at column c
 timed alone (h restored, L2 flushed, events; the median of `reps`). The
 planes' own kernel is timed alone too: the new update's cost is the sum.
 """
-import argparse
 import os
 import sys
 from pathlib import Path
@@ -40,7 +39,7 @@ import triton.language as tl  # noqa: E402
 from triton.tools.tensor_descriptor import TensorDescriptor  # noqa: E402
 
 import submission  # noqa: E402
-from probe_update import median_us  # noqa: E402
+from probe_update import compare_pair_updates, main_pair_update  # noqa: E402
 
 W = 2 * submission.PANEL_WIDTH     # a pair's block reflector
 PLANE_BLOCK_M = 64
@@ -94,15 +93,6 @@ def _planes_update_kernel(c_desc, hi_desc, lo_desc, t_ptr, n, c, col_lo,
         c_desc.store([b, r0, col0], (tile - reflected).reshape(1, BLOCK_M, BLOCK_N))
 
 
-def main_fused(h, t, n, c, planes):
-    """Main's fused update of the columns [c + W, n) by the pair at c."""
-    batch = h.shape[0]
-    block_n = submission.TRAIL_BLOCK_N
-    return submission._wy_update_kernel[(triton.cdiv(n - c - W, block_n), batch)](
-        h, t, h, h, n, c, c + W, n, W=W, BLOCK_M=submission._pick(submission.TRAIL_FUSED_BLOCK_M, W),
-        BLOCK_N=block_n, FROM_INPUT=False, num_warps=submission.TRAIL_WARPS, num_stages=submission.TRAIL_STAGES)
-
-
 def write_planes(h, n, c, planes):
     """V's bf16 planes of the pair at c into planes (2 x batch x n x W)."""
     batch = h.shape[0]
@@ -122,7 +112,8 @@ def planes_fused(h, t, n, c, planes, warps, stages, block_m, block_n):
 
 def configurations():
     """(name, launch(h, t, n, c, planes)) of every configuration timed; main's first."""
-    rows = [("main fused W64", main_fused), ("planes alone", lambda h, t, n, c, planes: write_planes(h, n, c, planes))]
+    rows = [("main fused W64", lambda h, t, n, c, planes: main_pair_update(h, t, n, c)),
+            ("planes alone (h unchanged)", lambda h, t, n, c, planes: write_planes(h, n, c, planes))]
     for warps, stages, block_m, block_n in ((4, 1, 64, 64), (4, 2, 64, 64), (4, 3, 64, 64), (8, 2, 64, 64),
                                              (8, 3, 128, 64), (4, 2, 64, 32), (4, 3, 64, 32), (4, 4, 64, 32)):
         rows.append((f"planes warps {warps} stages {stages} BM {block_m} BN {block_n}",
@@ -130,45 +121,12 @@ def configurations():
     return rows
 
 
-def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--shapes", default="640x512,60x1024")
-    parser.add_argument("--columns", default="0,256", help="the pair's column c")
-    parser.add_argument("--reps", type=int, default=7)
-    args = parser.parse_args(argv)
-    device = torch.device("cuda")
-    torch.manual_seed(0)
-    print(f"{torch.cuda.get_device_name()}; median of {args.reps}", flush=True)
-    for shape in args.shapes.split(","):
-        batch, n = map(int, shape.split("x"))
-        pristine = torch.randn(batch, n, n, device=device) / n ** 0.5
-        h = pristine.clone()
-        t = (0.1 * torch.randn(batch, W, W, device=device)).triu()
-        planes = torch.zeros(2, batch, n, W, dtype=torch.bfloat16, device=device)
-        for c in map(int, args.columns.split(",")):
-            print(f"--- {shape}, c = {c}", flush=True)
-            write_planes(pristine, n, c, planes)
-            expected = None
-            for name, launch in configurations():
-                h.copy_(pristine)
-                try:
-                    kernel = launch(h, t, n, c, planes)     # compiles
-                except Exception as error:                  # a configuration that does not build
-                    print(f"{name:44s} failed: {type(error).__name__}: {str(error).splitlines()[0][:160]}",
-                          flush=True)
-                    continue
-                torch.cuda.synchronize()
-                if expected is None:
-                    expected = h.clone()
-                scale = (expected - pristine).abs().max()
-                error = ((h - expected).abs().max() / scale).item() if name != "planes alone" else 0.0
-                median = median_us(lambda: launch(h, t, n, c, planes), lambda: h.copy_(pristine), args.reps, device)
-                print(f"{name:44s} {median:9.1f} us   {kernel.n_regs} regs, {kernel.n_spills} spills, "
-                      f"diff {error:.1e} of the update", flush=True)
-        del pristine, h, planes
-        torch.cuda.empty_cache()
-    return 0
+def prepare_planes(h, n, c):
+    """V's planes of the pair at c in h."""
+    planes = torch.zeros(2, h.shape[0], n, W, dtype=torch.bfloat16, device=h.device)
+    write_planes(h, n, c, planes)
+    return planes
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(compare_pair_updates(sys.argv[1:], __doc__.split("\n\n")[0], configurations, prepare_planes))

@@ -52,6 +52,60 @@ def median_us(launch, restore, reps: int, device: torch.device, queued: bool = F
     return statistics.median(times)
 
 
+def main_pair_update(h, t, n, c):
+    """Main's fused update of the columns [c + 2 W, n) by the pair at c, as the plans launch it."""
+    width = 2 * W
+    return submission._wy_update_kernel[(triton.cdiv(n - c - width, submission.TRAIL_BLOCK_N), h.shape[0])](
+        h, t, h, h, n, c, c + width, n, W=width, BLOCK_M=submission._pick(submission.TRAIL_FUSED_BLOCK_M, width),
+        BLOCK_N=submission.TRAIL_BLOCK_N, FROM_INPUT=False, num_warps=submission.TRAIL_WARPS,
+        num_stages=submission.TRAIL_STAGES)
+
+
+def compare_pair_updates(argv: list[str], description: str, configurations, prepare=None) -> int:
+    """The main of a probe that times other kernels for a pair's update (W = 2 PANEL_WIDTH) against main's.
+
+    `configurations()` gives (name, launch(h, t, n, c, extra)), main's first:
+    per shape and pair column c, on random h and T, each configuration
+    updates h once (compiling), is compared with the first one's result
+    (the largest difference, relative to the update's largest entry) and is
+    timed alone as `median_us` times. `prepare(h, n, c)`, if given, makes
+    the `extra` every launch of that c gets (made from the pristine h).
+    """
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--shapes", default="640x512,60x1024")
+    parser.add_argument("--columns", default="0,256", help="the pair's column c")
+    parser.add_argument("--reps", type=int, default=7)
+    args = parser.parse_args(argv)
+    device = torch.device("cuda")
+    torch.manual_seed(0)
+    print(f"{torch.cuda.get_device_name()}; median of {args.reps}", flush=True)
+    for shape in args.shapes.split(","):
+        batch, n = map(int, shape.split("x"))
+        pristine = torch.randn(batch, n, n, device=device) / n ** 0.5
+        h = pristine.clone()
+        t = (0.1 * torch.randn(batch, 2 * W, 2 * W, device=device)).triu()
+        for c in map(int, args.columns.split(",")):
+            print(f"--- {shape}, c = {c}", flush=True)
+            extra = None if prepare is None else prepare(pristine, n, c)
+            expected = None
+            for name, launch in configurations():
+                h.copy_(pristine)
+                try:
+                    kernel = launch(h, t, n, c, extra)      # compiles
+                except Exception as error:                  # a configuration that does not build
+                    print(f"{name:48s} failed: {type(error).__name__}: {str(error).splitlines()[0][:160]}",
+                          flush=True)
+                    continue
+                torch.cuda.synchronize()
+                if expected is None:
+                    expected = h.clone()
+                error = ((h - expected).abs().max() / (expected - pristine).abs().max()).item()
+                median = median_us(lambda: launch(h, t, n, c, extra), lambda: h.copy_(pristine), args.reps, device)
+                print(f"{name:48s} {median:9.1f} us   {kernel.n_regs} regs, {kernel.n_spills} spills, "
+                      f"diff {error:.1e} of the update", flush=True)
+    return 0
+
+
 def fused(h, t, n, lo, warps, block_m, block_n):
     """The fused update of columns [lo, n), W = t's width."""
     batch, width = h.shape[0], t.shape[-1]

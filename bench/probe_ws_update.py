@@ -17,7 +17,6 @@ Each configuration updates the columns right of the pair at column c (random
 h and T), is checked against main's kernel on the same input, and timed
 alone (h restored, L2 flushed, events; the median of `reps`).
 """
-import argparse
 import os
 import sys
 from pathlib import Path
@@ -26,7 +25,6 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ["QR_SKIP_PRECOMPILE"] = "1"
 
-import torch  # noqa: E402
 import triton  # noqa: E402
 from triton.experimental import gluon  # noqa: E402
 from triton.experimental.gluon import language as gl  # noqa: E402
@@ -35,7 +33,7 @@ from triton.experimental.gluon.language.nvidia.hopper import mbarrier, tma  # no
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor  # noqa: E402
 
 import submission  # noqa: E402
-from probe_update import median_us  # noqa: E402
+from probe_update import compare_pair_updates, main_pair_update  # noqa: E402
 
 W = 2 * submission.PANEL_WIDTH     # a pair's block reflector
 @gluon.jit
@@ -156,17 +154,8 @@ def wy_update_ws_kernel(v_desc, c_desc, h_ptr, t_ptr, n, c, col_lo, col_hi,
     ], [1], [LOADER_REGS])
 
 
-def main_fused(h, t, n, c):
-    """Main's fused update of the columns [c + W, n) by the pair at c."""
-    batch = h.shape[0]
-    block_n = submission.TRAIL_BLOCK_N
-    return submission._wy_update_kernel[(triton.cdiv(n - c - W, block_n), batch)](
-        h, t, h, h, n, c, c + W, n, W=W, BLOCK_M=submission._pick(submission.TRAIL_FUSED_BLOCK_M, W),
-        BLOCK_N=block_n, FROM_INPUT=False, num_warps=submission.TRAIL_WARPS, num_stages=submission.TRAIL_STAGES)
-
-
 def ws_fused(h, t, n, c, stages, wm, wn, kc, maxnreg, block_m=64, block_n=64):
-    """The same update by `wy_update_ws_kernel`."""
+    """The pair update by `wy_update_ws_kernel`."""
     batch = h.shape[0]
     flat = h.view(batch * n, n)
     v_layout = gl.NVMMASharedLayout.get_default_for([block_m, W], gl.float32)
@@ -180,53 +169,15 @@ def ws_fused(h, t, n, c, stages, wm, wn, kc, maxnreg, block_m=64, block_n=64):
 
 
 def configurations():
-    """(name, launch(h, t, n, c)) of every configuration timed; main's first."""
-    rows = [("main fused W64", main_fused)]
+    """(name, launch(h, t, n, c, extra)) of every configuration timed; main's first."""
+    rows = [("main fused W64", lambda h, t, n, c, extra: main_pair_update(h, t, n, c))]
     shapes = [(stages, 4, 2, 32, maxnreg) for stages in (2, 3, 4) for maxnreg in (None, 128)]
     shapes += [(3, 4, 2, 16, None), (2, 2, 2, 16, None), (3, 2, 2, 16, None)]
     for stages, wm, wn, kc, maxnreg in shapes:
         rows.append((f"ws stages {stages} warps {wm}x{wn} KC {kc} maxnreg {maxnreg}",
-                     lambda h, t, n, c, a=(stages, wm, wn, kc, maxnreg): ws_fused(h, t, n, c, *a)))
+                     lambda h, t, n, c, extra, a=(stages, wm, wn, kc, maxnreg): ws_fused(h, t, n, c, *a)))
     return rows
 
 
-def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--shapes", default="640x512,60x1024")
-    parser.add_argument("--columns", default="0,256", help="the pair's column c")
-    parser.add_argument("--reps", type=int, default=7)
-    args = parser.parse_args(argv)
-    device = torch.device("cuda")
-    torch.manual_seed(0)
-    print(f"{torch.cuda.get_device_name()}; median of {args.reps}", flush=True)
-    for shape in args.shapes.split(","):
-        batch, n = map(int, shape.split("x"))
-        pristine = torch.randn(batch, n, n, device=device) / n ** 0.5
-        h = pristine.clone()
-        t = (0.1 * torch.randn(batch, W, W, device=device)).triu()
-        for c in map(int, args.columns.split(",")):
-            print(f"--- {shape}, c = {c}", flush=True)
-            expected = None
-            for name, launch in configurations():
-                h.copy_(pristine)
-                try:
-                    kernel = launch(h, t, n, c)         # compiles
-                except Exception as error:              # a configuration that does not build
-                    print(f"{name:48s} failed: {type(error).__name__}: {str(error).splitlines()[0][:160]}",
-                          flush=True)
-                    continue
-                torch.cuda.synchronize()
-                if expected is None:
-                    expected = h.clone()
-                scale = (expected - pristine).abs().max()
-                error = ((h - expected).abs().max() / scale).item()
-                median = median_us(lambda: launch(h, t, n, c), lambda: h.copy_(pristine), args.reps, device)
-                print(f"{name:48s} {median:9.1f} us   {kernel.n_regs} regs, {kernel.n_spills} spills, "
-                      f"diff {error:.1e} of the update", flush=True)
-        del pristine, h
-        torch.cuda.empty_cache()
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(compare_pair_updates(sys.argv[1:], __doc__.split("\n\n")[0], configurations))
