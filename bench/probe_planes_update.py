@@ -115,7 +115,8 @@ def configurations():
     rows = [("main fused W64", lambda h, t, n, c, planes: main_pair_update(h, t, n, c)),
             ("planes alone (h unchanged)", lambda h, t, n, c, planes: write_planes(h, n, c, planes))]
     for warps, stages, block_m, block_n in ((4, 1, 64, 64), (4, 2, 64, 64), (4, 3, 64, 64), (8, 2, 64, 64),
-                                             (8, 3, 128, 64), (4, 2, 64, 32), (4, 3, 64, 32), (4, 4, 64, 32)):
+                                             (8, 3, 128, 64), (4, 2, 64, 32), (4, 3, 64, 32), (4, 4, 64, 32),
+                                             (8, 1, 64, 128), (8, 2, 64, 128)):
         rows.append((f"planes warps {warps} stages {stages} BM {block_m} BN {block_n}",
                      lambda h, t, n, c, planes, a=(warps, stages, block_m, block_n): planes_fused(h, t, n, c, planes, *a)))
     return rows
