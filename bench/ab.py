@@ -72,7 +72,8 @@ def time_side_by_side(cases: list, variants: dict, rounds: int) -> bool:
     """Per case, check every variant's output once, then time `rounds` interleaved rounds and print each
     variant's median time per call and its ratio to the first variant's; False if any check failed."""
     print(f"{torch.cuda.get_device_name()}; rounds {rounds}", flush=True)
-    print(f"{'shape':>10s}" + "".join(f"{name + ' ms':>16s}" for name in variants), flush=True)
+    widths = {name: max(16, len(name) + 4) for name in variants}      # a cell is 16 characters
+    print(f"{'shape':>10s}" + "".join(f"{name + ' ms':>{widths[name]}s}" for name in variants), flush=True)
     passed = True
     for case in cases:
         inputs = compare._inputs(case.args)
@@ -104,7 +105,7 @@ def time_side_by_side(cases: list, variants: dict, rounds: int) -> bool:
                 del outputs
         medians = {name: statistics.median(t) for name, t in times.items()}
         first = next(iter(medians.values()))
-        cells = "".join(f"{m:9.3f} ({m / first:4.2f})" for m in medians.values())
+        cells = "".join(f"{f'{m:9.3f} ({m / first:4.2f})':>{widths[name]}s}" for name, m in medians.items())
         print(f"{case.args['batch']:>5d}x{case.args['n']:<4d}{cells}", flush=True)
         del inputs, first_factors
     return passed
