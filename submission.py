@@ -705,8 +705,15 @@ if cutlass is not None:
         after every CTA's last wait, so no CTA exits while a peer may still
         store into its shared memory.
 
-        Column j's tail keeps its raw x while column j is read as v; it is
-        scaled into v (and beta stored on its diagonal) during column j+1.
+        Column j's tail keeps its raw x while column j is read as v (every
+        warp scales its own copy in registers). A cluster scales it into v in
+        shared memory, and stores beta on its diagonal, during column j+1,
+        while it waits for that column's norms from its peers. One CTA has no
+        such wait, so it keeps every column's (beta, lift, scale) in sGram,
+        which T's formation reuses only later, and finishes all the columns
+        after the last one, a warp a column (`finish_at_end`): off the
+        column steps' chain (at 640x512's first panel ~500 of a step's
+        ~3000-4000 cycles, clock-stamped by `bench/probe_panel_clock.py`).
 
         A column's rows below the CTA's own (up to ld, as far as a lane's
         slots reach) are zeros, so a column about to be reflected loads and
@@ -731,6 +738,7 @@ if cutlass is not None:
             self.slots = -(-width // (threads // WARP))       # columns a warp owns
             self.resident = resident and columns_fit_registers(rows, width, threads)
             self.ctas = cluster                 # CTAs a matrix
+            self.finish_at_end = cluster == 1 and form_t    # sGram holds the columns' (beta, lift, scale)
             assert cluster == 1 or form_t, "a cluster panel ends with T's cluster barrier, after every CTA's last wait"
 
         @cute.jit
@@ -827,8 +835,9 @@ if cutlass is not None:
                 d = c + j
                 # ----- column j-1: raw x -> v, alpha -> beta; column j's raw x into registers -----
                 # (neither needs column j's norms: their loads overlap a cluster's wait for them and the reflector)
-                if j > 0:
-                    self._finish_column(sP, j - 1, c + j - 1, r0, nloc, beta_prev, lift_prev, scale_prev, tidx)
+                if cutlass.const_expr(not self.finish_at_end):
+                    if j > 0:
+                        self._finish_column(sP, j - 1, c + j - 1, r0, nloc, beta_prev, lift_prev, scale_prev, tidx)
                 rstart = cutlass.max(d - r0, 0)
                 first = j + 1 + warp                            # this warp's first column after j
                 if cutlass.const_expr(self.resident):
@@ -861,6 +870,10 @@ if cutlass is not None:
                     sTau[j] = tau
                     if rank == 0:
                         mTau[b, d] = tau
+                    if cutlass.const_expr(self.finish_at_end):
+                        sGram[0, j] = beta
+                        sGram[1, j] = lift
+                        sGram[2, j] = scale
 
                 # ----- A[d:, k] -= tau (v^T A[d:, k]) v for panel columns k > j -----
                 if first < w:
@@ -903,7 +916,11 @@ if cutlass is not None:
                 lift_prev = lift
                 scale_prev = scale
 
-            self._finish_column(sP, w - 1, c + w - 1, r0, nloc, beta_prev, lift_prev, scale_prev, tidx)
+            if cutlass.const_expr(self.finish_at_end):
+                for j in cutlass.range(warp, w, NW):       # sGram's entries: stored before the last step's barrier
+                    self._finish_column_warp(sP, rA, j, c + j - r0, nloc, sGram[0, j], sGram[1, j], sGram[2, j], lane)
+            else:
+                self._finish_column(sP, w - 1, c + w - 1, r0, nloc, beta_prev, lift_prev, scale_prev, tidx)
             cute.arch.sync_threads()
 
             self._write_back(mH, sP, b, r0, nloc, c, w, lane, warp)
@@ -1111,6 +1128,20 @@ if cutlass is not None:
                     sP[r, j] = beta
                 else:
                     sP[r, j] = sP[r, j] * lift * scale
+
+        @cute.jit
+        def _finish_column_warp(self, sP, rX, j, dloc, nloc, beta, lift, scale, lane):
+            """`_finish_column` by one warp, the diagonal at local row dloc: the column through rX, a lane's
+            slots loaded together and stored together; rows at or past nloc keep their zeros."""
+            self._load_column(sP, rX, j, 0, nloc, lane)
+            for t in cutlass.range_constexpr(self.rows_per_lane):
+                r = lane + WARP * t
+                if r < nloc:
+                    if r > dloc:
+                        rX[t] = rX[t] * lift * scale
+                    if r == dloc:
+                        rX[t] = beta
+            self._store_column(sP, rX, j, 0, nloc, lane)
 
         @cute.jit
         def _gram(self, sP, sGram, r0, nloc, c, lane, warp):

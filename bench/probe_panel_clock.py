@@ -1,0 +1,184 @@
+"""Where a panel's column step spends its cycles: HouseholderPanel with SM clock stamps (GPU).
+
+    python bench/probe_panel_clock.py [--shapes 640x512,2x4096] [--columns 0] [--batch 132]
+
+The panel of `submission.py` is loaded from a copy of its text with stamps
+inserted at fixed places (each edit must apply exactly once): thread 0 of
+every CTA stores the SM's cycle counter, relative to the CTA's start, into
+float slots past the cluster scratch it already gets. Thread 0 is lane 0 of
+warp 0, the warp that updates column j + 1 first where columns are not
+resident (where they are, warp (j + 1) % warps owns it, and thread 0's
+"reflect" phase is its own columns only). Per column step j the phases are:
+
+    finish   column j loaded as v; a cluster also scales column j - 1 into v here
+             (one CTA scales every column after the last step, in the last "barrier")
+    larfg    column j's norms received (a cluster: the mbarrier wait), its reflector formed
+    dots     v scaled; a cluster: this CTA's dot products sent and every CTA's received
+    reflect  warp 0's columns reflected (column j + 1 first, its norms published)
+    barrier  the CTA barrier that ends the step
+
+The panel runs once on random data at the plan's rows, threads and cluster
+(`panel_plan`), over the shape's batch (or --batch matrices); the printed
+figures are medians over CTAs, in cycles, per phase for a few columns and
+summed over the panel, with the launch's time by CUDA events for scale.
+"""
+import argparse
+import importlib.util
+import os
+import statistics
+import sys
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ["QR_SKIP_PRECOMPILE"] = "1"
+
+PHASES = ("finish", "larfg", "dots", "reflect", "barrier")
+PANEL_STAMPS = ("staged", "loop", "finished", "written back", "T formed")
+STEP_STAMPS = len(PHASES)           # stamps a column step stores (the barrier's end is the next step's start)
+
+CLOCK = '''
+    @dsl_user_op
+    def _clock32(*, loc=None, ip=None):
+        """The SM's cycle counter (low 32 bits)."""
+        return cutlass.Int32(llvm.inline_asm(cutlass.Int32.mlir_type, [], "mov.u32 $0, %clock;", "=r",
+                                             has_side_effects=True, asm_dialect=0, loc=loc, ip=ip))
+
+    @dsl_user_op
+    def _wait_acquire_cluster('''
+
+# (anchor, text inserted before it, text inserted after it); every anchor occurs once in HouseholderPanel's text
+STEP = "                self._stamp(mScratch, b, rank, tidx, clock0, len(PANEL_STAMPS) + STEP_STAMPS * j + {})\n"
+PANEL = "            self._stamp(mScratch, b, rank, tidx, clock0, {})\n"
+EDITS = (
+    ("            b = cute.arch.block_idx()[0]\n            rank = cutlass.Int32(0)\n",
+     "", "            clock0 = _clock32()\n"),
+    ("            self._sync()                # a cluster's mbarriers are initialized before any CTA stores into another\n",
+     "", PANEL.format(0)),
+    ("            beta_prev = cutlass.Float32(0.0)\n            lift_prev = cutlass.Float32(1.0)\n",
+     "", PANEL.format(1)),
+    ("            for j in cutlass.range(w):\n                d = c + j\n", "", STEP.format(0)),
+    ("                # ----- reflector of column j from the published |x|^2, |x|_inf and alpha -----\n",
+     "", STEP.format(1)),
+    ("                beta, tau, lift, scale = self._larfg(alpha, xnorm2, xmax, sP, mScratch, b, rank, r0, nloc, d, j, lane)\n",
+     "", STEP.format(2)),
+    ("                    _wait_acquire_cluster(sBars.iterator + 2 + j % 2, (j // 2) % 2)\n", "", STEP.format(3)),
+    ("                cute.arch.sync_threads()        # a cluster's CTAs meet at the next column's mbarrier wait\n",
+     STEP.format(4), ""),
+    ("            self._write_back(mH, sP, b, r0, nloc, c, w, lane, warp)\n", PANEL.format(2), PANEL.format(3)),
+    ("                self._form_t(sP, sTau, sGram, sT, mT, mScratch, b, rank, r0, nloc, c, w, tidx, lane, warp)\n",
+     "", PANEL.format(4)),
+)
+STAMP_METHOD = '''
+        @cute.jit
+        def _stamp(self, mScratch, b, rank, tidx, clock0, slot):
+            """Thread 0: cycles since clock0 into the stamp slot `slot` past the cluster scratch."""
+            if tidx == 0:
+                mScratch[b, rank, STAMP_BASE + slot] = cutlass.Float32(_clock32() - clock0)
+
+        @cute.jit
+        def _load_column('''
+
+
+def stamped_module():
+    """submission.py with HouseholderPanel's stamps, loaded as its own module."""
+    text = (ROOT / "submission.py").read_text()
+    start = text.index("    class HouseholderPanel:")
+    end = text.index("\n    class ", start + 1)
+    head, panel, tail = text[:start], text[start:end], text[end:]
+    for anchor, before, after in EDITS:
+        assert panel.count(anchor) == 1, f"anchor not found once: {anchor!r}"
+        panel = panel.replace(anchor, before + anchor + after)
+    assert panel.count("        @cute.jit\n        def _load_column(") == 1
+    panel = panel.replace("\n        @cute.jit\n        def _load_column(", STAMP_METHOD, 1)
+    assert head.count("\n    @dsl_user_op\n    def _wait_acquire_cluster(") == 1
+    head = head.replace("\n    @dsl_user_op\n    def _wait_acquire_cluster(", CLOCK, 1)
+    constants = (f"STAMP_BASE = {{}}\nPANEL_STAMPS = {PANEL_STAMPS!r}\nSTEP_STAMPS = {STEP_STAMPS}\n")
+    module_text = head + panel + tail
+    module_text = module_text.replace("\n# ---------------------------------------------------------------------------\n# CuTe:",
+                                      "\n" + constants.format("SLOT_GRAM + PANEL_WIDTH * PANEL_WIDTH")
+                                      + "\n# ---------------------------------------------------------------------------\n# CuTe:", 1)
+    path = ROOT / "scratchpad" / "stamped_submission.py"
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(module_text)
+    spec = importlib.util.spec_from_file_location("stamped_submission", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def run_panel(qr, batch: int, n: int, c: int, plan):
+    """One launch of `plan`'s panel at column c over `batch` random matrices: (stamps as a batch x cluster x
+    slots tensor of cycles, the launch's microseconds)."""
+    width = qr.PANEL_WIDTH
+    slots = qr.STAMP_BASE + len(PANEL_STAMPS) + STEP_STAMPS * width
+    a = torch.randn(batch, n, n, device="cuda")
+    tau = torch.zeros(batch, n, device="cuda")
+    t = torch.zeros(batch, width, width, device="cuda")
+    scratch = torch.zeros(batch, plan.cluster, slots, device="cuda")
+    args = tuple(qr._cute_tensor(x) for x in (a, a, tau, t, scratch))
+    stream = qr.cuda.CUstream(torch.cuda.current_stream().cuda_stream)
+    panel = qr.HouseholderPanel(plan.rows, width, plan.cluster, plan.threads, True, plan.resident)
+    args = (*args, qr.cutlass.Int32(c), stream)
+    fn = qr.cute.compile(panel, *args)
+    pristine = a.clone()
+    fn(*args)                                   # warm-up
+    torch.cuda.synchronize()
+    a.copy_(pristine)
+    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    torch.cuda._sleep(2_000_000)
+    start.record()
+    fn(*args)
+    stop.record()
+    torch.cuda.synchronize()
+    return scratch[..., qr.STAMP_BASE:].cpu(), start.elapsed_time(stop) * 1e3
+
+
+def report(stamps: torch.Tensor, width: int, us: float) -> None:
+    """Medians over CTAs of each phase's cycles."""
+    ctas = stamps.reshape(-1, stamps.shape[-1]).double()
+    panel = ctas[:, :len(PANEL_STAMPS)]
+    steps = ctas[:, len(PANEL_STAMPS):].reshape(-1, width, STEP_STAMPS)
+    starts = steps[:, :, 0]
+    ends = torch.cat([starts[:, 1:], panel[:, 2:3]], dim=1)      # a step ends where the next one starts
+    bounds = torch.cat([steps, ends[:, :, None]], dim=2)          # (ctas, width, phases + 1)
+    phases = bounds[:, :, 1:] - bounds[:, :, :-1]
+    median = lambda x: statistics.median(x.tolist())              # noqa: E731
+    total = median(panel[:, 4])
+    print(f"  launch {us:.1f} us; a CTA's stamps (median cycles): "
+          + ", ".join(f"{name} {median(panel[:, k]):.0f}" for k, name in enumerate(PANEL_STAMPS)), flush=True)
+    print(f"  {'column':>8s}" + "".join(f"{name:>9s}" for name in PHASES) + f"{'step':>9s}", flush=True)
+    for j in sorted({0, 1, width // 4, width // 2, 3 * width // 4, width - 2, width - 1}):
+        cells = [median(phases[:, j, p]) for p in range(len(PHASES))]
+        print(f"  {j:8d}" + "".join(f"{x:9.0f}" for x in cells) + f"{median(phases[:, j].sum(1)):9.0f}", flush=True)
+    sums = [median(phases[:, :, p].sum(1)) for p in range(len(PHASES))]
+    print(f"  {'panel':>8s}" + "".join(f"{x:9.0f}" for x in sums) + f"{median(phases.sum((1, 2))):9.0f}"
+          f"   of {total:.0f} cycles to T formed", flush=True)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--shapes", default="640x512,60x1024,2x4096")
+    parser.add_argument("--columns", default="0")
+    parser.add_argument("--batch", type=int, help="matrices a launch, instead of the shape's")
+    args = parser.parse_args()
+    qr = stamped_module()
+    sms, smem = qr._device_limits(torch.cuda.current_device())
+    print(f"{torch.cuda.get_device_name()}", flush=True)
+    for shape in args.shapes.split(","):
+        planned, n = map(int, shape.split("x"))
+        batch = args.batch or planned
+        plan = qr.make_plan(planned, n, sms, smem)
+        for c in (c for c in map(int, args.columns.split(",")) if c < n):
+            panel = qr.panel_plan(plan, n, c)
+            print(f"--- {shape} c = {c}, {batch} matrices: rows {panel.rows}, {panel.threads} threads, "
+                  f"cluster {panel.cluster}, resident {panel.resident}", flush=True)
+            stamps, us = run_panel(qr, batch, n, c, panel)
+            report(stamps, qr.PANEL_WIDTH, us)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
