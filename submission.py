@@ -712,8 +712,8 @@ if cutlass is not None:
         such wait, so it keeps every column's (beta, lift, scale) in sGram,
         which T's formation reuses only later, and finishes all the columns
         after the last one, a warp a column (`finish_at_end`): off the
-        column steps' chain (at 640x512's first panel ~500 of a step's
-        ~3000-4000 cycles, clock-stamped by `bench/probe_panel_clock.py`).
+        column steps' chain (at 640x512's first panel ~600 of a step's
+        2200-4300 cycles, clock-stamped by `bench/probe_panel_clock.py`).
 
         A column's rows below the CTA's own (up to ld, as far as a lane's
         slots reach) are zeros, so a column about to be reflected loads and
