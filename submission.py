@@ -329,6 +329,14 @@ def _small_qr_kernel(
 # ---------------------------------------------------------------------------
 # Triton: the compact-WY trailing update  C := C - V T^T V^T C
 # ---------------------------------------------------------------------------
+# x ~= hi + lo for two float32 entries ($2, $3) at a time: both his by one packed conversion ($0), unpacked
+# by a shift and a mask for the subtractions, then both los by one more ($1)
+BF16_PAIR_PTX = tl.constexpr(
+    "{ .reg .b32 t0, t1; .reg .f32 r0, r1; cvt.rn.bf16x2.f32 $0, $3, $2; shl.b32 t0, $0, 16; "
+    "and.b32 t1, $0, 0xffff0000; sub.f32 r0, $2, t0; sub.f32 r1, $3, t1; cvt.rn.bf16x2.f32 $1, r1, r0; }")
+BF16_PAIR_CONSTRAINTS = tl.constexpr("=r,=r,f,f")
+
+
 @triton.jit
 def _bf16_pair(x):
     """x ~= hi + lo with hi = bf16(x) and lo = bf16(x - hi): 16 of float32's 24 mantissa bits.
@@ -344,10 +352,8 @@ def _bf16_pair(x):
         hi = x.to(tl.bfloat16)
         return hi, (x - hi.to(tl.float32)).to(tl.bfloat16)
     else:
-        return tl.inline_asm_elementwise(
-            "{ .reg .b32 t0, t1; .reg .f32 r0, r1; cvt.rn.bf16x2.f32 $0, $3, $2; shl.b32 t0, $0, 16; "
-            "and.b32 t1, $0, 0xffff0000; sub.f32 r0, $2, t0; sub.f32 r1, $3, t1; cvt.rn.bf16x2.f32 $1, r1, r0; }",
-            "=r,=r,f,f", [x], dtype=(tl.bfloat16, tl.bfloat16), is_pure=True, pack=2)
+        return tl.inline_asm_elementwise(BF16_PAIR_PTX, BF16_PAIR_CONSTRAINTS, [x], dtype=(tl.bfloat16, tl.bfloat16),
+                                         is_pure=True, pack=2)
 
 
 @triton.jit
@@ -833,7 +839,7 @@ if cutlass is not None:
             scale_prev = cutlass.Float32(1.0)
             for j in cutlass.range(w):
                 d = c + j
-                # ----- column j-1: raw x -> v, alpha -> beta; column j's raw x into registers -----
+                # ----- a cluster's column j-1: raw x -> v, alpha -> beta; column j's raw x into registers -----
                 # (neither needs column j's norms: their loads overlap a cluster's wait for them and the reflector)
                 if cutlass.const_expr(not self.finish_at_end):
                     if j > 0:

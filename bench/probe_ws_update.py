@@ -36,13 +36,15 @@ import submission  # noqa: E402
 from probe_update import compare_pair_updates, main_pair_update  # noqa: E402
 
 W = 2 * submission.PANEL_WIDTH     # a pair's block reflector
+BF16_PAIR_PTX = gl.constexpr(submission.BF16_PAIR_PTX.value)
+BF16_PAIR_CONSTRAINTS = gl.constexpr(submission.BF16_PAIR_CONSTRAINTS.value)
+
+
 @gluon.jit
 def _split(x):
-    """x ~= hi + lo, both bfloat16 (16 of float32's 24 mantissa bits)."""
-    return gl.inline_asm_elementwise(
-        "{ .reg .b32 t0, t1; .reg .f32 r0, r1; cvt.rn.bf16x2.f32 $0, $3, $2; shl.b32 t0, $0, 16; "
-        "and.b32 t1, $0, 0xffff0000; sub.f32 r0, $2, t0; sub.f32 r1, $3, t1; cvt.rn.bf16x2.f32 $1, r1, r0; }",
-        "=r,=r,f,f", [x], dtype=(gl.bfloat16, gl.bfloat16), is_pure=True, pack=2)
+    """x ~= hi + lo, both bfloat16 (16 of float32's 24 mantissa bits): `submission._bf16_pair`'s PTX."""
+    return gl.inline_asm_elementwise(BF16_PAIR_PTX, BF16_PAIR_CONSTRAINTS, [x], dtype=(gl.bfloat16, gl.bfloat16),
+                                     is_pure=True, pack=2)
 
 
 @gluon.jit
