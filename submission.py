@@ -174,7 +174,7 @@ TINY_EXPONENT = tl.constexpr(-64)
 # Triton's CPU interpreter (the CPU tests of the Triton kernels) has no inline PTX
 TRITON_INTERPRETED = tl.constexpr(os.environ.get("TRITON_INTERPRET") == "1")
 STAGE_BLOCK = (32, 128)     # rows x columns of a staging / lift tile
-STAGE_ROWS = 8              # panel rows a warp loads into registers before it stores them to shared memory
+STAGE_UNROLL = 8            # rows a warp's staging loop issues a trip (cp.async: no registers, all in flight)
 DOT_CHAINS = 4              # partial sums of a lane's dot product over its slots: independent FMA chains
 # (16-row, 8-column) mma tiles of V^T V on or above its diagonal
 GRAM_TILES = ((0, 0), (0, 1), (0, 2), (0, 3), (1, 2), (1, 3))
@@ -629,6 +629,22 @@ if cutlass is not None:
             "r," + "f," * count + "r,r", has_side_effects=True, asm_dialect=0, loc=loc, ip=ip)
 
     @dsl_user_op
+    def _copy_async_float(dst, src, *, loc=None, ip=None):
+        """Start copying the float at global address `src` to shared address `dst` (cp.async, 4 bytes: no
+        register in between); it has landed, for this thread, after `_copy_async_wait`."""
+        llvm.inline_asm(
+            None,
+            [dst.toint(loc=loc, ip=ip).ir_value(), src.toint(loc=loc, ip=ip).ir_value()],
+            "cp.async.ca.shared.global [$0], [$1], 4;",
+            "r,l", has_side_effects=True, asm_dialect=0, loc=loc, ip=ip)
+
+    @dsl_user_op
+    def _copy_async_wait(*, loc=None, ip=None):
+        """Wait until every cp.async this thread started has landed in shared memory."""
+        llvm.inline_asm(None, [], "cp.async.commit_group; cp.async.wait_group 0;", "",
+                        has_side_effects=True, asm_dialect=0, loc=loc, ip=ip)
+
+    @dsl_user_op
     def _wait_acquire_cluster(barrier, phase, *, loc=None, ip=None):
         """Wait until the mbarrier at `barrier` completes the phase of parity `phase`, with acquire
         semantics at cluster scope: peers' st.async stores (released at cluster scope by their
@@ -1067,26 +1083,23 @@ if cutlass is not None:
 
         @cute.jit
         def _stage(self, mA, sP, b, r0, nloc, c, w, lane, warp):
-            """sP := A[r0:r0+nloc, c:c+w], a row per warp: STAGE_ROWS loads in flight, then their stores;
-            rows [nloc, ld) that a lane's slots reach are zeroed."""
+            """sP := A[r0:r0+nloc, c:c+w], lane k of a warp copying column k of the warp's rows, every float
+            by its own cp.async (straight from global to shared memory: the CTA's whole panel in flight at
+            once), then waited for; rows [nloc, ld) that a lane's slots reach are zeroed. The caller's
+            barrier makes the copies visible to the other threads."""
             W = self.width
             NW = self.threads // WARP
             for r in cutlass.range(nloc + warp, min(self.ld, WARP * self.rows_per_lane), NW):
                 for k0 in cutlass.range_constexpr(0, W, WARP):
                     if k0 + lane < w:
                         sP[r, k0 + lane] = cutlass.Float32(0.0)
-            rStage = cute.make_rmem_tensor(STAGE_ROWS, cutlass.Float32)
             for k0 in cutlass.range_constexpr(0, W, WARP):      # one chunk unless a square plan is wider
                 k = k0 + lane
-                for r in cutlass.range(warp, nloc, NW * STAGE_ROWS):
-                    for u in cutlass.range_constexpr(STAGE_ROWS):
-                        x = cutlass.Float32(0.0)
-                        if r + NW * u < nloc and k < w:
-                            x = mA[b, r0 + r + NW * u, c + k]
-                        rStage[u] = x
-                    for u in cutlass.range_constexpr(STAGE_ROWS):
-                        if r + NW * u < nloc and k < w:
-                            sP[r + NW * u, k] = rStage[u]
+                if k < w:
+                    for r in cutlass.range(warp, nloc, NW, unroll=STAGE_UNROLL):
+                        _copy_async_float(sP.iterator + cute.crd2idx((r, k), sP.layout),
+                                          mA.iterator + cute.crd2idx((b, r0 + r, c + k), mA.layout))
+            _copy_async_wait()
 
         @cute.jit
         def _write_back(self, mH, sP, b, r0, nloc, c, w, lane, warp, part=0, parts=1):
