@@ -182,6 +182,10 @@ WARP = 32
 # slots of a CTA's cluster scratch (see scratch_slots)
 SLOT_SCALED, SLOT_GRAM = 0, 1
 BLOCK_READY_BARRIER = 1     # named barrier of BlockedSquareQR's warps 0..block (0 is __syncthreads)
+NORMS_READY_BARRIER = 2     # named barrier of a one-CTA panel's two warps: a column's norms, its reflector's
+# one CTA's sNext, by column parity: the published norms, then the reflector formed from them
+NEXT_XNORM2, NEXT_ALPHA, NEXT_XMAX, NEXT_BETA, NEXT_TAU, NEXT_LIFT, NEXT_SCALE = range(7)
+NEXT_FLOATS = 8
 
 
 # ---------------------------------------------------------------------------
@@ -710,7 +714,10 @@ if cutlass is not None:
         pivot; otherwise at step j it takes columns j+1+i, j+1+i+NW, ... and
         pays one shared-memory load and store per element. Whoever updates
         column j+1 sums its next |x|^2 from registers, so a column costs one
-        barrier: `sync_threads` for one CTA. When rows are split, each warp
+        barrier: `sync_threads` for one CTA, where a second warp, one with
+        fewer columns, forms column j+1's reflector from those norms before
+        it (`_form_reflector`): no warp waits for it after the barrier.
+        When rows are split, each warp
         stores its partial dot products into every CTA's shared memory as
         soon as it has them, and the warp of column j+1 its CTA's part of
         that column's |x|^2, |x|_inf and alpha (st.async from registers, lane
@@ -743,7 +750,8 @@ if cutlass is not None:
         come back unchanged (v is 0 there) and the zero rows stay zero.
 
         Shared memory: ld * width floats of panel, plus width^2 (Gram) and
-        width^2 (T) when `form_t`, plus width + 6 floats (tau, norms), plus
+        width^2 (T) when `form_t`, plus width + 2 NEXT_FLOATS floats (tau;
+        a column's norms and reflector by parity), plus
         the exchange buffers of a cluster (`exchange_floats`) and four mbarriers. n and c are run-time
         sizes: one compiled kernel serves every n and c with
         ceil((n - c) / cluster) <= rows (and n <= width for a square plan).
@@ -815,7 +823,8 @@ if cutlass is not None:
             smem = SmemAllocator()
             sP = smem.allocate_tensor(cutlass.Float32, cute.make_layout((self.ld, W)), 16)
             sTau = smem.allocate_tensor(cutlass.Float32, cute.make_layout(W), 16)
-            sNext = smem.allocate_tensor(cutlass.Float32, cute.make_layout(6), 16)  # |x|^2, alpha, |x|_inf by parity
+            sNext = smem.allocate_tensor(cutlass.Float32, cute.make_layout(2 * NEXT_FLOATS), 16)  # NEXT_* by parity
+            sGram = sNext                                               # without T: unused
             if cutlass.const_expr(self.form_t):
                 sGram = smem.allocate_tensor(cutlass.Float32, cute.make_layout((W, W)), 16)
                 sT = smem.allocate_tensor(cutlass.Float32, cute.make_layout((W, W)), 16)  # sT[l, i] = T[i, l]
@@ -844,10 +853,13 @@ if cutlass is not None:
                     if warp + NW * s < w:
                         self._load_column(sP, rCols[s], warp + NW * s, 0, nloc, lane)
 
-            # ----- publish |x|^2 and alpha of column 0 -----
+            # ----- publish |x|^2 and alpha of column 0 (one CTA: and form its reflector) -----
             if warp == 0:
                 self._load_column(sP, rA, 0, cutlass.max(c - r0, 0), nloc, lane)
                 self._publish_next(rA, sNext, sRecvNext, sBars, rank, r0, nloc, c, 0, lane)
+            if cutlass.const_expr(G == 1):
+                if warp == self._reflector_warp(0):
+                    self._form_reflector(sNext, sP, sTau, sGram, mTau, mScratch, b, r0, nloc, c, 0, lane)
             cute.arch.sync_threads()
 
             beta_prev = cutlass.Float32(0.0)
@@ -868,10 +880,9 @@ if cutlass is not None:
                     self._load_column(sP, rV, j, rstart, nloc, lane)
 
                 # ----- reflector of column j from the published |x|^2, |x|_inf and alpha -----
-                xnorm2 = cutlass.Float32(0.0)
-                xmax = cutlass.Float32(0.0)
-                alpha = cutlass.Float32(0.0)
                 if cutlass.const_expr(G > 1):
+                    xnorm2 = cutlass.Float32(0.0)
+                    xmax = cutlass.Float32(0.0)
                     q = j % 2
                     owner = (d - c) // chunk                    # the CTA holding row d (before the wait)
                     _wait_acquire_cluster(sBars.iterator + q, (j // 2) % 2)
@@ -883,19 +894,17 @@ if cutlass is not None:
                         cute.arch.mbarrier_arrive_and_expect_tx(sBars.iterator + 2 + q, G * (w - 1 - j) * 4)
                         if j + 1 < w:
                             cute.arch.mbarrier_arrive_and_expect_tx(sBars.iterator + 1 - q, G * 16)
-                else:
-                    xnorm2 = sNext[3 * (j % 2)]
-                    alpha = sNext[3 * (j % 2) + 1]
-                    xmax = sNext[3 * (j % 2) + 2]
-                beta, tau, lift, scale = self._larfg(alpha, xnorm2, xmax, sP, mScratch, b, rank, r0, nloc, d, j, lane)
-                if tidx == 0:
-                    sTau[j] = tau
-                    if rank == 0:
-                        mTau[b, d] = tau
-                    if cutlass.const_expr(self.finish_at_end):
-                        sGram[0, j] = beta
-                        sGram[1, j] = lift
-                        sGram[2, j] = scale
+                    beta, tau, lift, scale = self._larfg(alpha, xnorm2, xmax, sP, mScratch, b, rank, r0, nloc, d, j, lane)
+                    if tidx == 0:
+                        sTau[j] = tau
+                        if rank == 0:
+                            mTau[b, d] = tau
+                else:       # formed during the previous step (`_form_reflector`)
+                    q = NEXT_FLOATS * (j % 2)
+                    beta = sNext[q + NEXT_BETA]
+                    tau = sNext[q + NEXT_TAU]
+                    lift = sNext[q + NEXT_LIFT]
+                    scale = sNext[q + NEXT_SCALE]
 
                 # ----- A[d:, k] -= tau (v^T A[d:, k]) v for panel columns k > j -----
                 if first < w:
@@ -933,6 +942,10 @@ if cutlass is not None:
                         self._store_column(sP, rA, k, 0, nloc, lane)
                         if k == j + 1:
                             self._publish_next(rA, sNext, sRecvNext, sBars, rank, r0, nloc, c, k, lane)
+                if cutlass.const_expr(G == 1):
+                    if j + 1 < w:
+                        if warp == self._reflector_warp(j + 1):
+                            self._form_reflector(sNext, sP, sTau, sGram, mTau, mScratch, b, r0, nloc, c, j + 1, lane)
                 cute.arch.sync_threads()        # a cluster's CTAs meet at the next column's mbarrier wait
                 beta_prev = beta
                 lift_prev = lift
@@ -1043,7 +1056,7 @@ if cutlass is not None:
                         if cutlass.const_expr(self.cluster > 1):
                             alpha = rA[t]
                         else:
-                            sNext[3 * (k % 2) + 1] = rA[t]
+                            sNext[NEXT_FLOATS * (k % 2) + NEXT_ALPHA] = rA[t]
             partial = cute.arch.warp_reduction_sum(self._combine(partials, operator.add))
             largest = cute.arch.warp_reduction_max(self._combine(largests, cute.arch.fmax))
             if cutlass.const_expr(self.cluster > 1):
@@ -1052,9 +1065,45 @@ if cutlass is not None:
                 if lane < self.cluster:
                     _store_to_peer(sRecvNext.iterator + 4 * rank + 4 * self.cluster * (k % 2),
                                    (partial, largest, alpha, cutlass.Float32(0.0)), sBars.iterator + k % 2, lane)
-            elif lane == 0:
-                sNext[3 * (k % 2)] = partial
-                sNext[3 * (k % 2) + 2] = largest
+            else:
+                q = NEXT_FLOATS * (k % 2)
+                if lane == 0:
+                    sNext[q + NEXT_XNORM2] = partial
+                    sNext[q + NEXT_XMAX] = largest
+                cute.arch.barrier_arrive(barrier_id=NORMS_READY_BARRIER, number_of_threads=2 * WARP)
+
+        def _reflector_warp(self, k):
+            """One CTA: the warp that forms column k's reflector in the step before column k's, not the warp
+            that publishes column k's norms (`_publish_next`), and one with the fewest columns to reflect in
+            that step: the last warp, or where columns are resident the owner of column k - 1."""
+            NW = self.threads // WARP
+            assert NW > 1, "a column's reflector is formed by another warp than its norms' publisher"
+            if self.resident:
+                return (k - 1 + NW) % NW
+            return NW - 1
+
+        @cute.jit
+        def _form_reflector(self, sNext, sP, sTau, sGram, mTau, mScratch, b, r0, nloc, c, k, lane):
+            """One CTA, warp `_reflector_warp(k)`: once column k's norms are published (a named barrier with
+            the publishing warp, which arrives after its stores), its reflector (`_larfg`) into sNext for
+            every warp after the CTA barrier, tau into sTau and mTau, and with `finish_at_end` its
+            (beta, lift, scale) into sGram. Off the chain of column steps: the other warps still reflect
+            their columns meanwhile."""
+            cute.arch.barrier(barrier_id=NORMS_READY_BARRIER, number_of_threads=2 * WARP)
+            q = NEXT_FLOATS * (k % 2)
+            beta, tau, lift, scale = self._larfg(sNext[q + NEXT_ALPHA], sNext[q + NEXT_XNORM2], sNext[q + NEXT_XMAX],
+                                                 sP, mScratch, b, 0, r0, nloc, c + k, k, lane)
+            if lane == 0:
+                sNext[q + NEXT_BETA] = beta
+                sNext[q + NEXT_TAU] = tau
+                sNext[q + NEXT_LIFT] = lift
+                sNext[q + NEXT_SCALE] = scale
+                sTau[k] = tau
+                mTau[b, c + k] = tau
+                if cutlass.const_expr(self.finish_at_end):
+                    sGram[0, k] = beta
+                    sGram[1, k] = lift
+                    sGram[2, k] = scale
 
         @cute.jit
         def _rescaled_norm2(self, sP, mScratch, b, rank, r0, nloc, d, j, size, lane):
@@ -1732,7 +1781,7 @@ def exchange_floats(width: int, cluster: int) -> int:
 def panel_smem_bytes(rows: int, width: int, form_t: bool, cluster: int = 1) -> int:
     """Shared memory of a HouseholderPanel CTA (see its docstring for the layout); a plan without T
     counts a BlockedSquareQR's two blocks' T (SQUARE_BLOCK^2 each) instead."""
-    floats = (rows | 1) * width + 2 * (width if form_t else SQUARE_BLOCK) ** 2 + width + 6
+    floats = (rows | 1) * width + 2 * (width if form_t else SQUARE_BLOCK) ** 2 + width + 2 * NEXT_FLOATS
     return 4 * (floats + exchange_floats(width, cluster)) + (32 if cluster > 1 else 0)
 
 

@@ -12,10 +12,11 @@ resident (where they are, warp (j + 1) % warps owns it, and thread 0's
 
     finish   column j loaded as v; a cluster also scales column j - 1 into v here
              (one CTA scales every column after the last step, in the last "barrier")
-    larfg    column j's norms received (a cluster: the mbarrier wait), its reflector formed
+    larfg    column j's reflector: a cluster receives its norms (the mbarrier wait) and forms it,
+             one CTA reads it (formed during step j - 1 by another warp, inside that step's "barrier")
     dots     v scaled; a cluster: this CTA's dot products sent and every CTA's received
     reflect  warp 0's columns reflected (column j + 1 first, its norms published)
-    barrier  the CTA barrier that ends the step
+    barrier  the CTA barrier that ends the step (one CTA: after the next column's reflector is formed)
 
 The panel runs once on random data at the plan's rows, threads and cluster
 (`panel_plan`), over the shape's batch (or --batch matrices); the printed
@@ -62,8 +63,7 @@ EDITS = (
     ("            for j in cutlass.range(w):\n                d = c + j\n", "", STEP.format(0)),
     ("                # ----- reflector of column j from the published |x|^2, |x|_inf and alpha -----\n",
      "", STEP.format(1)),
-    ("                beta, tau, lift, scale = self._larfg(alpha, xnorm2, xmax, sP, mScratch, b, rank, r0, nloc, d, j, lane)\n",
-     "", STEP.format(2)),
+    ("                # ----- A[d:, k] -= tau (v^T A[d:, k]) v for panel columns k > j -----\n", STEP.format(2), ""),
     ("                    _wait_acquire_cluster(sBars.iterator + 2 + j % 2, (j // 2) % 2)\n", "", STEP.format(3)),
     ("                cute.arch.sync_threads()        # a cluster's CTAs meet at the next column's mbarrier wait\n",
      STEP.format(4), ""),
