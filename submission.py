@@ -708,28 +708,26 @@ if cutlass is not None:
         warp updates every NW-th trailing column (lanes stride over rows, a
         warp shuffle sums a dot product) and a lane keeps its rows of v in
         registers (`rows_per_lane`). If `resident` (asked for and a lane's
-        share within PANEL_RESIDENT_REGS), warp i owns columns
-        i, i + NW, ... for the whole panel, keeps them in registers and
-        stores a column to shared memory only when it becomes the next
-        pivot; otherwise at step j it takes columns j+1+i, j+1+i+NW, ... and
-        pays one shared-memory load and store per element. Whoever updates
-        column j+1 sums its next |x|^2 from registers, so a column costs one
-        barrier: `sync_threads` for one CTA, where a second warp, one with
-        fewer columns, forms column j+1's reflector from those norms before
-        it (`_form_reflector`): no warp waits for it after the barrier.
-        When rows are split, each warp
-        stores its partial dot products into every CTA's shared memory as
-        soon as it has them, and the warp of column j+1 its CTA's part of
-        that column's |x|^2, |x|_inf and alpha (st.async from registers, lane
-        g to CTA g); the stores complete transactions on the receiver's
-        mbarrier, and a CTA waits on its own mbarriers (no cluster barrier,
-        no GPU-scope fence and no CTA barrier between a column's dots and
-        its reflection). The buffers alternate by column parity, and every
-        lane sums the dots it needs straight from the receive buffer: a warp
-        stores column j + 2's dots only after its CTA received column
-        j + 2's norms from every CTA, which each sends in column j + 1, after
-        the barrier that ends column j (so after all its warps read column
-        j's dots).
+        share within PANEL_RESIDENT_REGS), warp i owns columns i, i + NW, ...
+        for the whole panel, keeps them in registers and stores a column to
+        shared memory only when it becomes the next pivot; otherwise at step j
+        it takes columns j+1+i, j+1+i+NW, ... and pays one shared-memory load
+        and store per element. Whoever updates column j+1 sums its next |x|^2
+        from registers, so a column costs one barrier: `sync_threads` for one
+        CTA, where a second warp, one with fewer columns, forms column j+1's
+        reflector from those norms before it (`_form_reflector`): no warp
+        waits for it after the barrier. When rows are split, each warp stores
+        its partial dot products into every CTA's shared memory as soon as it
+        has them, and the warp of column j+1 its CTA's part of that column's
+        |x|^2, |x|_inf and alpha (st.async from registers, lane g to CTA g);
+        the stores complete transactions on the receiver's mbarrier, and a CTA
+        waits on its own mbarriers (no cluster barrier, no GPU-scope fence and
+        no CTA barrier between a column's dots and its reflection). The
+        buffers alternate by column parity, and every lane sums the dots it
+        needs straight from the receive buffer: a warp stores column j + 2's
+        dots only after its CTA received column j + 2's norms from every CTA,
+        which each sends in column j + 1, after the barrier that ends column j
+        (so after all its warps read column j's dots).
         A cluster panel ends with the cluster barrier of T's Gram exchange,
         after every CTA's last wait, so no CTA exits while a peer may still
         store into its shared memory.
@@ -750,9 +748,9 @@ if cutlass is not None:
         come back unchanged (v is 0 there) and the zero rows stay zero.
 
         Shared memory: ld * width floats of panel, plus width^2 (Gram) and
-        width^2 (T) when `form_t`, plus width + 2 NEXT_FLOATS floats (tau;
-        a column's norms and reflector by parity), plus
-        the exchange buffers of a cluster (`exchange_floats`) and four mbarriers. n and c are run-time
+        width^2 (T) when `form_t`, plus width + 2 NEXT_FLOATS floats (tau; a
+        column's norms and reflector by parity), plus the exchange buffers of
+        a cluster (`exchange_floats`) and four mbarriers. n and c are run-time
         sizes: one compiled kernel serves every n and c with
         ceil((n - c) / cluster) <= rows (and n <= width for a square plan).
         """
