@@ -182,7 +182,7 @@ WARP = 32
 # slots of a CTA's cluster scratch (see scratch_slots)
 SLOT_SCALED, SLOT_GRAM = 0, 1
 BLOCK_READY_BARRIER = 1     # named barrier of BlockedSquareQR's warps 0..block (0 is __syncthreads)
-NORMS_READY_BARRIER = 2     # named barrier of a one-CTA panel's two warps: a column's norms, its reflector's
+NORMS_READY_BARRIER = 2     # named barrier of a one-CTA panel's two warps: a column's norms published, read
 # one CTA's sNext, by column parity: the published norms, then the reflector formed from them
 NEXT_XNORM2, NEXT_ALPHA, NEXT_XMAX, NEXT_BETA, NEXT_TAU, NEXT_LIFT, NEXT_SCALE = range(7)
 NEXT_FLOATS = 8
