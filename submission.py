@@ -716,7 +716,11 @@ if cutlass is not None:
         from registers, so a column costs one barrier: `sync_threads` for one
         CTA, where a second warp, one with fewer columns, forms column j+1's
         reflector from those norms before it (`_form_reflector`): no warp
-        waits for it after the barrier. When rows are split, each warp stores
+        waits for it after the barrier. A one-CTA panel whose columns stay in
+        shared memory and which forms T (`paired`) takes its columns two a
+        trip (`_column_pairs`): a later column is loaded and stored once for
+        both reflectors, half the shared-memory traffic of single steps, with
+        the same bits. When rows are split, each warp stores
         its partial dot products into every CTA's shared memory as soon as it
         has them, and the warp of column j+1 its CTA's part of that column's
         |x|^2, |x|_inf and alpha (st.async from registers, lane g to CTA g);
@@ -767,6 +771,7 @@ if cutlass is not None:
             self.resident = resident and columns_fit_registers(rows, width, threads)
             self.ctas = cluster                 # CTAs a matrix
             self.finish_at_end = cluster == 1 and form_t    # sGram holds the columns' (beta, lift, scale)
+            self.paired = self.finish_at_end and not self.resident      # `_column_pairs`
             assert cluster == 1 or form_t, "a cluster panel ends with T's cluster barrier, after every CTA's last wait"
 
         @cute.jit
@@ -860,94 +865,93 @@ if cutlass is not None:
                     self._form_reflector(sNext, sP, sTau, sGram, mTau, mScratch, b, r0, nloc, c, 0, lane)
             cute.arch.sync_threads()
 
-            beta_prev = cutlass.Float32(0.0)
-            lift_prev = cutlass.Float32(1.0)
-            scale_prev = cutlass.Float32(1.0)
-            for j in cutlass.range(w):
-                d = c + j
-                # ----- a cluster's column j-1: raw x -> v, alpha -> beta; column j's raw x into registers -----
-                # (neither needs column j's norms: their loads overlap a cluster's wait for them and the reflector)
-                if cutlass.const_expr(not self.finish_at_end):
-                    if j > 0:
-                        self._finish_column(sP, j - 1, c + j - 1, r0, nloc, beta_prev, lift_prev, scale_prev, tidx)
-                rstart = cutlass.max(d - r0, 0)
-                first = j + 1 + warp                            # this warp's first column after j
-                if cutlass.const_expr(self.resident):
-                    first = j + 1 + (warp + NW * W - j - 1) % NW
-                if first < w:
-                    self._load_column(sP, rV, j, rstart, nloc, lane)
+            if cutlass.const_expr(self.paired):
+                self._column_pairs(sP, sNext, sTau, sGram, mTau, mScratch, rV, rA, b, r0, nloc, c, w, lane, warp)
+            else:
+                beta_prev = cutlass.Float32(0.0)
+                lift_prev = cutlass.Float32(1.0)
+                scale_prev = cutlass.Float32(1.0)
+                for j in cutlass.range(w):
+                    d = c + j
+                    # ----- a cluster's column j-1: raw x -> v, alpha -> beta; column j's raw x into registers -----
+                    # (neither needs column j's norms: their loads overlap a cluster's wait for them and the reflector)
+                    if cutlass.const_expr(not self.finish_at_end):
+                        if j > 0:
+                            self._finish_column(sP, j - 1, c + j - 1, r0, nloc, beta_prev, lift_prev, scale_prev, tidx)
+                    rstart = cutlass.max(d - r0, 0)
+                    first = j + 1 + warp                            # this warp's first column after j
+                    if cutlass.const_expr(self.resident):
+                        first = j + 1 + (warp + NW * W - j - 1) % NW
+                    if first < w:
+                        self._load_column(sP, rV, j, rstart, nloc, lane)
 
-                # ----- reflector of column j from the published |x|^2, |x|_inf and alpha -----
-                if cutlass.const_expr(G > 1):
-                    xnorm2 = cutlass.Float32(0.0)
-                    xmax = cutlass.Float32(0.0)
-                    q = j % 2
-                    owner = (d - c) // chunk                    # the CTA holding row d (before the wait)
-                    _wait_acquire_cluster(sBars.iterator + q, (j // 2) % 2)
-                    for g in cutlass.range_constexpr(G):
-                        xnorm2 = xnorm2 + sRecvNext[0, g, q]
-                        xmax = cute.arch.fmax(xmax, sRecvNext[1, g, q])
-                    alpha = sRecvNext[2, owner, q]
-                    if tidx == 0:           # this column's dots and the next column's norms (previous phases done)
-                        cute.arch.mbarrier_arrive_and_expect_tx(sBars.iterator + 2 + q, G * (w - 1 - j) * 4)
-                        if j + 1 < w:
-                            cute.arch.mbarrier_arrive_and_expect_tx(sBars.iterator + 1 - q, G * 16)
-                    beta, tau, lift, scale = self._larfg(alpha, xnorm2, xmax, sP, mScratch, b, rank, r0, nloc, d, j, lane)
-                    if tidx == 0:
-                        sTau[j] = tau
-                        if rank == 0:
-                            mTau[b, d] = tau
-                else:       # formed during the previous step (`_form_reflector`)
-                    q = NEXT_FLOATS * (j % 2)
-                    beta = sNext[q + NEXT_BETA]
-                    tau = sNext[q + NEXT_TAU]
-                    lift = sNext[q + NEXT_LIFT]
-                    scale = sNext[q + NEXT_SCALE]
+                    # ----- reflector of column j from the published |x|^2, |x|_inf and alpha -----
+                    if cutlass.const_expr(G > 1):
+                        xnorm2 = cutlass.Float32(0.0)
+                        xmax = cutlass.Float32(0.0)
+                        q = j % 2
+                        owner = (d - c) // chunk                    # the CTA holding row d (before the wait)
+                        _wait_acquire_cluster(sBars.iterator + q, (j // 2) % 2)
+                        for g in cutlass.range_constexpr(G):
+                            xnorm2 = xnorm2 + sRecvNext[0, g, q]
+                            xmax = cute.arch.fmax(xmax, sRecvNext[1, g, q])
+                        alpha = sRecvNext[2, owner, q]
+                        if tidx == 0:           # this column's dots and the next column's norms (previous phases done)
+                            cute.arch.mbarrier_arrive_and_expect_tx(sBars.iterator + 2 + q, G * (w - 1 - j) * 4)
+                            if j + 1 < w:
+                                cute.arch.mbarrier_arrive_and_expect_tx(sBars.iterator + 1 - q, G * 16)
+                        beta, tau, lift, scale = self._larfg(alpha, xnorm2, xmax, sP, mScratch, b, rank, r0, nloc, d, j, lane)
+                        if tidx == 0:
+                            sTau[j] = tau
+                            if rank == 0:
+                                mTau[b, d] = tau
+                    else:       # formed during the previous step (`_form_reflector`)
+                        q = NEXT_FLOATS * (j % 2)
+                        beta = sNext[q + NEXT_BETA]
+                        tau = sNext[q + NEXT_TAU]
+                        lift = sNext[q + NEXT_LIFT]
+                        scale = sNext[q + NEXT_SCALE]
 
-                # ----- A[d:, k] -= tau (v^T A[d:, k]) v for panel columns k > j -----
-                if first < w:
-                    for t in cutlass.range_constexpr(self.rows_per_lane):
-                        v = rV[t] * lift * scale
-                        if r0 + lane + WARP * t == d:
-                            v = cutlass.Float32(1.0)
-                        rV[t] = v
-                if cutlass.const_expr(G > 1):          # partial dot products across the cluster
+                    # ----- A[d:, k] -= tau (v^T A[d:, k]) v for panel columns k > j -----
+                    if first < w:
+                        self._scale_to_v(rV, lift, scale, r0, d, lane)
+                    if cutlass.const_expr(G > 1):          # partial dot products across the cluster
+                        if cutlass.const_expr(self.resident):
+                            for s in cutlass.range_constexpr(self.slots):
+                                own = warp + NW * s
+                                if own > j:
+                                    if own < w:
+                                        self._publish_dot(rV, rCols[s], sRecvDots, sBars, j % 2, own, rank, lane)
+                        else:
+                            for k in cutlass.range(j + 1 + warp, w, NW):
+                                self._load_column(sP, rA, k, 0, nloc, lane)
+                                self._publish_dot(rV, rA, sRecvDots, sBars, j % 2, k, rank, lane)
+                        _wait_acquire_cluster(sBars.iterator + 2 + j % 2, (j // 2) % 2)
                     if cutlass.const_expr(self.resident):
                         for s in cutlass.range_constexpr(self.slots):
                             own = warp + NW * s
                             if own > j:
                                 if own < w:
-                                    self._publish_dot(rV, rCols[s], sRecvDots, sBars, j % 2, own, rank, lane)
+                                    self._reflect(rV, rCols[s], tau, sRecvDots, j % 2, own)
+                                    if own == j + 1:
+                                        self._store_column(sP, rCols[s], own, 0, nloc, lane)
+                                        self._publish_next(rCols[s], sNext, sRecvNext, sBars, rank, r0,
+                                                           nloc, c, own, lane)
                     else:
-                        for k in cutlass.range(j + 1 + warp, w, NW):
+                        for k in cutlass.range(j + 1 + warp, w, NW, unroll=2):
                             self._load_column(sP, rA, k, 0, nloc, lane)
-                            self._publish_dot(rV, rA, sRecvDots, sBars, j % 2, k, rank, lane)
-                    _wait_acquire_cluster(sBars.iterator + 2 + j % 2, (j // 2) % 2)
-                if cutlass.const_expr(self.resident):
-                    for s in cutlass.range_constexpr(self.slots):
-                        own = warp + NW * s
-                        if own > j:
-                            if own < w:
-                                self._reflect(rV, rCols[s], tau, sRecvDots, j % 2, own)
-                                if own == j + 1:
-                                    self._store_column(sP, rCols[s], own, 0, nloc, lane)
-                                    self._publish_next(rCols[s], sNext, sRecvNext, sBars, rank, r0,
-                                                       nloc, c, own, lane)
-                else:
-                    for k in cutlass.range(j + 1 + warp, w, NW, unroll=2):
-                        self._load_column(sP, rA, k, 0, nloc, lane)
-                        self._reflect(rV, rA, tau, sRecvDots, j % 2, k)
-                        self._store_column(sP, rA, k, 0, nloc, lane)
-                        if k == j + 1:
-                            self._publish_next(rA, sNext, sRecvNext, sBars, rank, r0, nloc, c, k, lane)
-                if cutlass.const_expr(G == 1):
-                    if j + 1 < w:
-                        if warp == self._reflector_warp(j + 1):
-                            self._form_reflector(sNext, sP, sTau, sGram, mTau, mScratch, b, r0, nloc, c, j + 1, lane)
-                cute.arch.sync_threads()        # a cluster's CTAs meet at the next column's mbarrier wait
-                beta_prev = beta
-                lift_prev = lift
-                scale_prev = scale
+                            self._reflect(rV, rA, tau, sRecvDots, j % 2, k)
+                            self._store_column(sP, rA, k, 0, nloc, lane)
+                            if k == j + 1:
+                                self._publish_next(rA, sNext, sRecvNext, sBars, rank, r0, nloc, c, k, lane)
+                    if cutlass.const_expr(G == 1):
+                        if j + 1 < w:
+                            if warp == self._reflector_warp(j + 1):
+                                self._form_reflector(sNext, sP, sTau, sGram, mTau, mScratch, b, r0, nloc, c, j + 1, lane)
+                    cute.arch.sync_threads()        # a cluster's CTAs meet at the next column's mbarrier wait
+                    beta_prev = beta
+                    lift_prev = lift
+                    scale_prev = scale
 
             if cutlass.const_expr(self.finish_at_end):
                 for j in cutlass.range(warp, w, NW):       # sGram's entries: stored before the last step's barrier
@@ -1016,6 +1020,79 @@ if cutlass is not None:
             coef = tau * dot
             for t in cutlass.range_constexpr(self.rows_per_lane):
                 rX[t] = rX[t] - coef * rV[t]
+
+        @cute.jit
+        def _scale_to_v(self, rV, lift, scale, r0, d, lane):
+            """rV := v from column j's raw x in rV (diagonal row d): x (rows below d) times lift, then scale;
+            1 on the diagonal (rows above it hold zeros already)."""
+            diagonal = d - r0 - lane        # the lane's row r0 + lane + WARP t is d where WARP t equals this
+            for t in cutlass.range_constexpr(self.rows_per_lane):
+                v = rV[t] * lift * scale
+                if diagonal == WARP * t:    # (one register compared with constants: no row index a slot)
+                    v = cutlass.Float32(1.0)
+                rV[t] = v
+
+        @cute.jit
+        def _load_v(self, sP, sNext, rV, j, r0, nloc, c, lane):
+            """One CTA: rV := v of column j, from its raw column in sP and its reflector in sNext; returns its tau."""
+            d = c + j
+            q = NEXT_FLOATS * (j % 2)
+            self._load_column(sP, rV, j, cutlass.max(d - r0, 0), nloc, lane)
+            self._scale_to_v(rV, sNext[q + NEXT_LIFT], sNext[q + NEXT_SCALE], r0, d, lane)
+            return sNext[q + NEXT_TAU]
+
+        @cute.jit
+        def _column_pairs(self, sP, sNext, sTau, sGram, mTau, mScratch, rV, rA, b, r0, nloc, c, w, lane, warp):
+            """The column steps of a `paired` panel (one CTA, columns in shared memory), two a trip: columns j
+            and j + 1 reflect each later column between one load and one store of it instead of two.
+
+            Warp i takes columns j + 1 + i, j + 1 + i + NW, ... Before the
+            trip's middle barrier every warp reflects its first column by H_j:
+            warp 0's is column j + 1, which it stores and whose norms it
+            publishes for the last warp to form its reflector
+            (`_form_reflector`); the other warps keep theirs in registers.
+            After the barrier each of them reflects that column by H_{j+1} and
+            stores it (warp 1's is column j + 2: it publishes its norms, and the
+            last warp forms the next trip's reflector before the trip's end
+            barrier); then every warp reflects each of its later columns by H_j
+            and H_{j+1} between one load and one store. Every column gets
+            `_reflect`'s operations in the order of single steps: the same bits.
+            Warps 1 and NW - 1 both publish and form, so NW >= 3.
+            """
+            NW = self.threads // WARP
+            assert NW >= 3, "column j + 2's publisher (warp 1) is not the warp that forms its reflector"
+            rV2 = cute.make_rmem_tensor(self.rows_per_lane, cutlass.Float32)   # v of column j + 1
+            for j in cutlass.range(0, w, 2):
+                first = j + 1 + warp                            # this warp's first column after j
+                tau = cutlass.Float32(0.0)
+                if first < w:
+                    tau = self._load_v(sP, sNext, rV, j, r0, nloc, c, lane)
+                    self._load_column(sP, rA, first, 0, nloc, lane)
+                    self._reflect(rV, rA, tau, sNext, 0, first)
+                    if warp == 0:
+                        self._store_column(sP, rA, first, 0, nloc, lane)
+                        self._publish_next(rA, sNext, sNext, sNext, 0, r0, nloc, c, first, lane)
+                if j + 1 < w:
+                    if warp == self._reflector_warp(j + 1):
+                        self._form_reflector(sNext, sP, sTau, sGram, mTau, mScratch, b, r0, nloc, c, j + 1, lane)
+                cute.arch.sync_threads()
+
+                if first < w:
+                    tau_next = self._load_v(sP, sNext, rV2, j + 1, r0, nloc, c, lane)
+                    if warp > 0:
+                        self._reflect(rV2, rA, tau_next, sNext, 0, first)
+                        self._store_column(sP, rA, first, 0, nloc, lane)
+                        if first == j + 2:
+                            self._publish_next(rA, sNext, sNext, sNext, 0, r0, nloc, c, first, lane)
+                    for k in cutlass.range(first + NW, w, NW):
+                        self._load_column(sP, rA, k, 0, nloc, lane)
+                        self._reflect(rV, rA, tau, sNext, 0, k)
+                        self._reflect(rV2, rA, tau_next, sNext, 0, k)
+                        self._store_column(sP, rA, k, 0, nloc, lane)
+                if j + 2 < w:
+                    if warp == self._reflector_warp(j + 2):
+                        self._form_reflector(sNext, sP, sTau, sGram, mTau, mScratch, b, r0, nloc, c, j + 2, lane)
+                cute.arch.sync_threads()
 
         @cute.jit
         def _warp_dot(self, rV, rA):

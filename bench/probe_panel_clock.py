@@ -51,21 +51,20 @@ CLOCK = '''
     def _wait_acquire_cluster('''
 
 # (anchor, text inserted before it, text inserted after it); every anchor occurs once in HouseholderPanel's text
-STEP = "                self._stamp(mScratch, b, rank, tidx, clock0, len(PANEL_STAMPS) + STEP_STAMPS * j + {})\n"
+STEP = "                    self._stamp(mScratch, b, rank, tidx, clock0, len(PANEL_STAMPS) + STEP_STAMPS * j + {})\n"
 PANEL = "            self._stamp(mScratch, b, rank, tidx, clock0, {})\n"
 EDITS = (
     ("            b = cute.arch.block_idx()[0]\n            rank = cutlass.Int32(0)\n",
      "", "            clock0 = _clock32()\n"),
     ("            self._sync()                # a cluster's mbarriers are initialized before any CTA stores into another\n",
      "", PANEL.format(0)),
-    ("            beta_prev = cutlass.Float32(0.0)\n            lift_prev = cutlass.Float32(1.0)\n",
-     "", PANEL.format(1)),
-    ("            for j in cutlass.range(w):\n                d = c + j\n", "", STEP.format(0)),
-    ("                # ----- reflector of column j from the published |x|^2, |x|_inf and alpha -----\n",
+    ("            if cutlass.const_expr(self.paired):\n                self._column_pairs(", PANEL.format(1), ""),
+    ("                for j in cutlass.range(w):\n                    d = c + j\n", "", STEP.format(0)),
+    ("                    # ----- reflector of column j from the published |x|^2, |x|_inf and alpha -----\n",
      "", STEP.format(1)),
-    ("                # ----- A[d:, k] -= tau (v^T A[d:, k]) v for panel columns k > j -----\n", STEP.format(2), ""),
-    ("                    _wait_acquire_cluster(sBars.iterator + 2 + j % 2, (j // 2) % 2)\n", "", STEP.format(3)),
-    ("                cute.arch.sync_threads()        # a cluster's CTAs meet at the next column's mbarrier wait\n",
+    ("                    # ----- A[d:, k] -= tau (v^T A[d:, k]) v for panel columns k > j -----\n", STEP.format(2), ""),
+    ("                        _wait_acquire_cluster(sBars.iterator + 2 + j % 2, (j // 2) % 2)\n", "", STEP.format(3)),
+    ("                    cute.arch.sync_threads()        # a cluster's CTAs meet at the next column's mbarrier wait\n",
      STEP.format(4), ""),
     ("            self._write_back(mH, sP, b, r0, nloc, c, w, lane, warp)\n", PANEL.format(2), PANEL.format(3)),
     ("                self._form_t(sP, sTau, sGram, sT, mT, mScratch, b, rank, r0, nloc, c, w, tidx, lane, warp)\n",
@@ -149,6 +148,9 @@ def report(stamps: torch.Tensor, width: int, us: float) -> None:
     total = median(panel[:, 4])
     print(f"  launch {us:.1f} us; a CTA's stamps (median cycles): "
           + ", ".join(f"{name} {median(panel[:, k]):.0f}" for k, name in enumerate(PANEL_STAMPS)), flush=True)
+    if not steps.any():
+        print("  (no column stamps: the panel's columns go in pairs, `_column_pairs`)", flush=True)
+        return
     print(f"  {'column':>8s}" + "".join(f"{name:>9s}" for name in PHASES) + f"{'step':>9s}", flush=True)
     for j in sorted({0, 1, width // 4, width // 2, 3 * width // 4, width - 2, width - 1}):
         cells = [median(phases[:, j, p]) for p in range(len(PHASES))]
