@@ -1023,7 +1023,7 @@ if cutlass is not None:
 
         @cute.jit
         def _scale_to_v(self, rV, lift, scale, r0, d, lane):
-            """rV := v from column j's raw x in rV (diagonal row d): x (rows below d) times lift, then scale;
+            """rV := v from a column's raw x in rV (diagonal row d): x (rows below d) times lift, then scale;
             1 on the diagonal (rows above it hold zeros already)."""
             diagonal = d - r0 - lane        # the lane's row r0 + lane + WARP t is d where WARP t equals this
             for t in cutlass.range_constexpr(self.rows_per_lane):
@@ -1057,7 +1057,10 @@ if cutlass is not None:
             barrier); then every warp reflects each of its later columns by H_j
             and H_{j+1} between one load and one store. Every column gets
             `_reflect`'s operations in the order of single steps: the same bits.
-            Warps 1 and NW - 1 both publish and form, so NW >= 3.
+            Column j + 2's norms come from warp 1 and its reflector from warp
+            NW - 1, two warps of the named barrier: NW >= 3. (One CTA:
+            `_reflect` and `_publish_next` use no exchange buffers; sNext fills
+            their places.)
             """
             NW = self.threads // WARP
             assert NW >= 3, "column j + 2's publisher (warp 1) is not the warp that forms its reflector"
