@@ -18,6 +18,9 @@ resident (where they are, warp (j + 1) % warps owns it, and thread 0's
     reflect  warp 0's columns reflected (column j + 1 first, its norms published)
     barrier  the CTA barrier that ends the step (one CTA: after the next column's reflector is formed)
 
+A panel that takes its columns two a trip (`_column_pairs`: one CTA, streamed
+columns) has no column stamps; its panel stamps still come.
+
 The panel runs once on random data at the plan's rows, threads and cluster
 (`panel_plan`), over the shape's batch (or --batch matrices); the printed
 figures are medians over CTAs, in cycles, per phase for a few columns and

@@ -74,7 +74,7 @@ def test_panel_matches_geqrf_and_forms_t(batch, n, cluster, c, rows, resident):
 def test_panel_with_extreme_and_nearly_repeated_columns(batch, n, cluster, c, resident):
     # columns that nearly repeat the one before (their norms after a reflection cancel), columns near
     # 1e17 and 1e-19 (norms rescaled, a cluster's through its scratch) and a zero column (tau = 0) match
-    # geqrf; one CTA streaming its columns takes them two a step (`_column_pairs`)
+    # geqrf; one CTA streaming its columns takes them two a trip (`_column_pairs`)
     torch.manual_seed(n + c)
     a = torch.randn((batch, n, n), device="cuda")
     cols = range(c, c + WIDTH)
