@@ -2114,21 +2114,69 @@ def _small_qr(data: torch.Tensor) -> output_t:
     return h, tau
 
 
+# (kernel, device, keyword arguments, what the JIT specializes each positional argument on)
+#   -> the compiled kernel's launcher, function and metadata, and its keyword-passed parameters' values
+_TRITON_LAUNCHES: dict = {}
+
+
+def _specialization(x):
+    """What Triton's JIT compiles a positional argument into its kernel: a tensor's dtype and whether
+    its address is 16-byte aligned; an int's width, whether it is 1 and whether 16 divides it."""
+    if isinstance(x, torch.Tensor):
+        return x.dtype, x.data_ptr() % 16 == 0
+    if type(x) is int:
+        return x == 1, x % 16 == 0, -2 ** 31 <= x < 2 ** 31, x < 2 ** 63
+    return type(x), x
+
+
+def _launch(kernel, grid: tuple, *args, **kwargs) -> None:
+    """kernel[grid](*args, **kwargs) on the current stream; constexpr parameters by keyword only.
+
+    The first launch of a key goes through the JIT (which compiles); later
+    ones hand the arguments straight to the compiled kernel's launcher, as
+    `_small_qr` does, skipping the JIT's per-call binding (on H200 a fused
+    trailing update's host time 58 -> 25 us: a 640x512 call's ~50 launches
+    otherwise outrun its GPU time in the last steps). The key holds
+    everything the JIT specializes on (`_specialization`, the device, the
+    keyword values), so a launch never reuses a kernel compiled for other
+    alignments or integer properties; a constexpr passed by position would
+    be keyed by its properties, not its value, and is refused.
+    """
+    if TRITON_INTERPRETED.value:        # CPU tensors, no device
+        kernel[grid](*args, **kwargs)
+        return
+    device = torch.cuda.current_device()
+    key = (kernel, device, *kwargs.items(), *map(_specialization, args))
+    launch = _TRITON_LAUNCHES.get(key)
+    if launch is None:
+        if any(param.is_constexpr for param in kernel.params[:len(args)]):
+            raise TypeError(f"{kernel.__name__}: pass constexpr parameters to _launch by keyword")
+        compiled = kernel[grid](*args, **kwargs)
+        if isinstance(compiled, CompiledKernel):
+            keywords = tuple(kwargs[name] for name in kernel.arg_names[len(args):])
+            _TRITON_LAUNCHES[key] = (compiled.run, compiled.function, compiled.packed_metadata, keywords,
+                                     triton.runtime.driver.active.get_current_stream)
+        return
+    run, function, metadata, keywords, current_stream = launch
+    grid_x, grid_y, grid_z = (*grid, 1, 1)[:3]
+    run(grid_x, grid_y, grid_z, current_stream(device), function, metadata, None, None, None, *args, *keywords)
+
+
 def _stage_input(a, h, size, col_end: int | None = None):
     """h[:, :, :col_end] := a[:, :, :col_end] (any strides; all columns by default) and
     size[b] := max(size[b], max |a[b]|); size starts at 0."""
     batch, n, _ = h.shape
-    _stage_input_kernel[(triton.cdiv(n, STAGE_BLOCK[0]), triton.cdiv(n, STAGE_BLOCK[1]), batch)](
-        a, h, size, n, n if col_end is None else col_end, a.stride(0), a.stride(1), a.stride(2),
-        BLOCK_R=STAGE_BLOCK[0], BLOCK_C=STAGE_BLOCK[1])
+    _launch(_stage_input_kernel, (triton.cdiv(n, STAGE_BLOCK[0]), triton.cdiv(n, STAGE_BLOCK[1]), batch),
+            a, h, size, n, n if col_end is None else col_end, a.stride(0), a.stride(1), a.stride(2),
+            BLOCK_R=STAGE_BLOCK[0], BLOCK_C=STAGE_BLOCK[1])
 
 
 def _lift(h, size, inverse: bool, col_end: int | None = None):
     """Scale tiny matrices of h up before the factorization (columns below col_end, by default all), or
     their R back down after it."""
     batch, n, _ = h.shape
-    _lift_kernel[(batch,)](h, size, n, n if col_end is None or inverse else col_end, INVERSE=inverse,
-                           BLOCK_R=STAGE_BLOCK[0], BLOCK_C=STAGE_BLOCK[1])
+    _launch(_lift_kernel, (batch,), h, size, n, n if col_end is None or inverse else col_end, INVERSE=inverse,
+            BLOCK_R=STAGE_BLOCK[0], BLOCK_C=STAGE_BLOCK[1])
 
 
 def _apply_block_reflector(h, y, t, c: int, width: int, update: Update, source=None):
@@ -2149,14 +2197,15 @@ def _apply_block_reflector(h, y, t, c: int, width: int, update: Update, source=N
     if update.fused:
         a, size = (h, h) if source is None else source     # (h, h): not read
         fused = {**blocks, "BLOCK_M": _pick(TRAIL_FUSED_BLOCK_M, width)}
-        _wy_update_kernel[(col_tiles, batch)](h, t, a, size, *sizes, **fused, FROM_INPUT=source is not None)
+        _launch(_wy_update_kernel, (col_tiles, batch), h, t, a, size, *sizes, **fused,
+                FROM_INPUT=source is not None)
         return
     rows_per_split = triton.cdiv(triton.cdiv(rows, update.splits), TRAIL_BLOCK_M) * TRAIL_BLOCK_M
     splits = triton.cdiv(rows, rows_per_split)
     strides = (y.stride(0), y.stride(1), y.stride(2))
-    _wy_project_kernel[(col_tiles, splits, batch)](h, y, *sizes, rows_per_split, *strides, **blocks)
-    _wy_apply_kernel[(triton.cdiv(rows, TRAIL_BLOCK_M), col_tiles, batch)](
-        h, y, t, *sizes, splits, *strides, **blocks)
+    _launch(_wy_project_kernel, (col_tiles, splits, batch), h, y, *sizes, rows_per_split, *strides, **blocks)
+    _launch(_wy_apply_kernel, (triton.cdiv(rows, TRAIL_BLOCK_M), col_tiles, batch),
+            h, y, t, *sizes, splits, *strides, **blocks)
 
 
 def _merge_reflectors(h, gram, t, t_next, t_pair, c: int, width: int):
@@ -2166,9 +2215,9 @@ def _merge_reflectors(h, gram, t, t_next, t_pair, c: int, width: int):
     splits = gram.shape[0]
     rows_per_split = triton.cdiv(triton.cdiv(n - c - width, splits), MERGE_BLOCK_M) * MERGE_BLOCK_M
     splits = triton.cdiv(n - c - width, rows_per_split)
-    _pair_gram_kernel[(splits, batch)](h, gram, n, c, rows_per_split, W=width, BLOCK_M=MERGE_BLOCK_M,
-                                       num_warps=TRAIL_WARPS)
-    _merge_reflectors_kernel[(batch,)](gram, t, t_next, t_pair, splits, W=width, num_warps=TRAIL_WARPS)
+    _launch(_pair_gram_kernel, (splits, batch), h, gram, n, c, rows_per_split, W=width, BLOCK_M=MERGE_BLOCK_M,
+            num_warps=TRAIL_WARPS)
+    _launch(_merge_reflectors_kernel, (batch,), gram, t, t_next, t_pair, splits, W=width, num_warps=TRAIL_WARPS)
 
 
 class Factorization:

@@ -1,6 +1,6 @@
-"""Host time and GPU time of one call, and of its parts, for small shapes.
+"""Host time and GPU time of one call, and of its parts.
 
-    python bench/calls.py [--shapes 20x32,40x176] [--calls 150]
+    python bench/calls.py [--shapes 20x32,40x176] [--calls 150] [--profile 20]
 
 Host time: the mean over --calls calls issued while the GPU is still busy
 with a long sleep, so no call waits for the device (--calls stays well under
@@ -12,7 +12,12 @@ Parts: the input checks and device guard of
 every call; for n <= SMALL_MAX_N the one Triton launch and its output
 allocation; for shapes with a CUDA graph the copy in, the graph replay,
 the two copies out, the replay with the copy before it and with the
-copies after it, and one direct launch of the compiled CuTe kernel.
+copies after it, and one direct launch of the compiled CuTe kernel; for
+eagerly launched blocked plans the CuTe views of a fresh output, the first
+panel's launch and its argument binding alone (the CuTe JIT executor's
+`generate_execution_args`), the first step's updates and (pairs) merge,
+the staging and the lift. With --profile K, cProfile's K functions of most
+own time over the calls (host side, the GPU kept busy).
 "graph replay", "replay, copies" and "cute launch" factor h in place again
 and again, that is the previous factorization's output rather than an input,
 and ran ~20 us faster at 40x176 than "copy, replay" (131 vs 153.5 us) or an
@@ -20,6 +25,8 @@ eager call on the input (149 us): read the kernel's time on inputs from the
 rows that copy the input in.
 """
 import argparse
+import cProfile
+import pstats
 import sys
 import time
 from pathlib import Path
@@ -59,6 +66,44 @@ def _gpu_us(fn, calls: int) -> float:
     return watch.elapsed_ns() / calls / 1e3
 
 
+def _host_profile(fn, calls: int, top: int) -> None:
+    fn()
+    torch.cuda.synchronize()
+    torch.cuda._sleep(SLEEP_CYCLES)
+    profile = cProfile.Profile()
+    profile.enable()
+    for _ in range(calls):
+        fn()
+    profile.disable()
+    torch.cuda.synchronize()
+    pstats.Stats(profile).sort_stats("tottime").print_stats(top)
+
+
+def _eager_parts(f, a: torch.Tensor) -> dict:
+    """The host-side parts of an eager blocked call on a, each factoring or updating a fresh output."""
+    batch, n, _ = a.shape
+    h, tau = torch.empty_like(a), a.new_empty((batch, n))
+    f.stage(a, h)
+    stream = submission.cuda.CUstream(torch.cuda.current_stream().cuda_stream)
+    cute_args = f._cute_args(h, tau)
+    first = f.steps[0]
+    update = first.rest or first.next
+    width = 2 * f.plan.width if first.pair else f.plan.width
+    parts = {
+        "cute views": lambda: f._cute_args(h, tau),
+        "panel launch": lambda: f.panels[0](*cute_args[0], submission.cutlass.Int32(0), stream),
+        "panel binding": lambda: f.panels[0].generate_execution_args(*cute_args[0], submission.cutlass.Int32(0),
+                                                                      stream),
+        "update": lambda: submission._apply_block_reflector(h, f.y_rest, f.t[0], 0, width, update),
+        "stage": lambda: f.stage(a, h),
+        "lift": lambda: submission._lift(h, f.size, inverse=True),
+    }
+    if first.pair:
+        parts["merge"] = lambda: submission._merge_reflectors(h, f.pair_gram, f.t[0], f.t[1], f.t_pair[0],
+                                                               0, f.plan.width)
+    return parts
+
+
 def _device_guard(device: torch.device) -> None:
     with torch.cuda.device(device):
         pass
@@ -68,6 +113,8 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--shapes", default="20x32,40x176")
     parser.add_argument("--calls", type=int, default=150)
+    parser.add_argument("--profile", type=int, default=0, metavar="K",
+                        help="also print cProfile's K functions of most own time over the calls")
     args = parser.parse_args(argv)
 
     print(f"{'shape':>8s} {'part':>14s} {'host us':>9s} {'gpu us':>9s}")
@@ -93,9 +140,13 @@ def main(argv: list[str]) -> int:
                 "cute launch": lambda: f.panels[0](*f.cute_args[0], submission.cutlass.Int32(0), stream),
                 "empty x2": lambda: (torch.empty_like(a), torch.empty((batch, n), device=a.device)),
             }
+        elif not f.plan.square:
+            parts |= _eager_parts(f, a)
         for name, fn in parts.items():
             print(f"{shape:>8s} {name:>14s} {_host_us(fn, args.calls):9.1f} {_gpu_us(fn, args.calls):9.1f}",
                   flush=True)
+        if args.profile:
+            _host_profile(parts["call"], args.calls, args.profile)
     return 0
 
 

@@ -288,6 +288,29 @@ def test_small_kernel_relaunches_through_the_launchers_c_entry():
 
 
 @pytest.mark.gpu
+def test_blocked_relaunches_follow_the_inputs_alignment(monkeypatch):
+    # after a key's first launch the blocked path's Triton kernels are relaunched directly (`_launch`); the
+    # first update of this plan reads a contiguous input in place, so a 4-byte shifted input needs its own
+    # kernel (compiled without the 16-byte alignment), and either input relaunches the one compiled for it
+    monkeypatch.setattr(submission, "EAGER_MIN_PANEL_BYTES", 0)
+    batch, n = 132, 300
+    matrices = reference.generate_input(batch, n, 1, 79, "dense")
+    f = submission.Factorization(batch, n, matrices.device)
+    if not f.reads_input:
+        pytest.skip("this GPU's plan for 132 x 300 has no single fused first update")
+    shifted = matrices.new_empty(batch * n * n + 1)[1:].view(batch, n, n)
+    shifted.copy_(matrices)
+    staged = f(matrices.transpose(-1, -2).contiguous().transpose(-1, -2))     # not contiguous: all staged
+    for name, x in [("aligned", matrices), ("shifted", shifted), ("aligned again", matrices),
+                    ("shifted again", shifted)]:
+        h, tau = f(x)
+        assert torch.equal(h, staged[0]) and torch.equal(tau, staged[1]), name
+    updates = [key for key in submission._TRITON_LAUNCHES if key[0] is submission._wy_update_kernel]
+    assert any((torch.float32, False) in key for key in updates)        # the shifted input's own kernel
+    assert_factors(matrices, staged)
+
+
+@pytest.mark.gpu
 def test_square_kernel_reads_any_contiguous_input_in_place():
     # an eager square plan passes the input's address to the kernel: a 4-byte shifted start, an input that
     # requires grad and a second call on the same input all read the same values, and none is written
