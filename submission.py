@@ -85,6 +85,7 @@ SMEM_RESERVE = 4096         # bytes of shared memory kept for the kernel's small
 SMALL_MAX_N = 32            # up to this n a Triton program holds each matrix in registers, no graph
 SMALL_WARPS = ((32, 1),)    # (N = n rounded up to a power of two, >= 16: <=, warps)
 SMALL_DIRECT_TRITON = ("3.6.",)     # releases whose launcher's C entry (argument order) `_small_qr` calls itself
+RELAUNCH_MIN_TRITON = (3, 3)        # from this release a compiled kernel's launcher takes constexprs too
 SQUARE_THREADS = 512        # threads of the square kernel (best at every n measured, 32 to 232)
 SQUARE_STEP = 8             # a square kernel is compiled for n rounded up to this and serves all n below
 # a square kernel alone on its SM whose columns do not fit in registers works in blocks of this many
@@ -2057,6 +2058,9 @@ def schedule(batch: int, n: int, end: int, lookahead: bool, sms: int) -> list[St
     return steps
 
 
+# whether a compiled kernel's launcher takes every parameter in order (earlier releases: all but constexprs)
+_RELAUNCHES = tuple(int(part) for part in triton.__version__.split(".")[:2]) >= RELAUNCH_MIN_TRITON
+
 # (device, n, input 16-byte aligned, which of the three strides are below 2^31)
 #   -> the compiled kernel's launcher, whether to call its C entry directly, its function and metadata,
 #      Triton's current-stream getter and the kernel's N (n rounded up to a power of two, at least 16)
@@ -2066,8 +2070,9 @@ _SMALL_LAUNCHES: dict = {}
 def _small_qr(data: torch.Tensor) -> output_t:
     """geqrf of every matrix of data (n <= SMALL_MAX_N) in one launch; h and tau share one fresh buffer.
 
-    The first call of a key compiles through the JIT; later calls hand the
-    arguments straight to the compiled kernel's launcher, as
+    The first call of a key compiles through the JIT; later calls (on
+    Triton from RELAUNCH_MIN_TRITON) hand the arguments straight to the
+    compiled kernel's launcher, as
     `CompiledKernel[grid](*args)` does but without its per-call closure,
     stream lookup and launch-hook metadata (launch hooks such as Proton's do
     not see these launches): 13 -> 7 us of host time on H200, most of a
@@ -2105,7 +2110,7 @@ def _small_qr(data: torch.Tensor) -> output_t:
         return h, tau
     size = max(16, triton.next_power_of_2(n))
     kernel = _small_qr_kernel[(batch,)](data, h, tau, n, *strides, size, num_warps=_pick(SMALL_WARPS, size))
-    if isinstance(kernel, CompiledKernel):      # not under the CPU interpreter
+    if isinstance(kernel, CompiledKernel) and _RELAUNCHES:      # not under the CPU interpreter
         run = kernel.run
         direct = (triton.__version__.startswith(SMALL_DIRECT_TRITON) and hasattr(run, "launch")
                   and getattr(run, "global_scratch_size", 1) == 0 and getattr(run, "profile_scratch_size", 1) == 0)
@@ -2133,7 +2138,9 @@ def _launch(kernel, grid: tuple, *args, **kwargs) -> None:
     """kernel[grid](*args, **kwargs) on the current stream; constexpr parameters by keyword only.
 
     The first launch of a key goes through the JIT (which compiles); later
-    ones hand the arguments straight to the compiled kernel's launcher, as
+    ones (on Triton from RELAUNCH_MIN_TRITON; before, every launch goes
+    through the JIT) hand the arguments straight to the compiled kernel's
+    launcher, as
     `_small_qr` does, skipping the JIT's per-call binding (on H200 a fused
     trailing update's host time 58 -> 25 us: a 640x512 call's ~50 launches
     otherwise outrun its GPU time in the last steps). The key holds
@@ -2152,7 +2159,7 @@ def _launch(kernel, grid: tuple, *args, **kwargs) -> None:
         if any(param.is_constexpr for param in kernel.params[:len(args)]):
             raise TypeError(f"{kernel.__name__}: pass constexpr parameters to _launch by keyword")
         compiled = kernel[grid](*args, **kwargs)
-        if isinstance(compiled, CompiledKernel):
+        if isinstance(compiled, CompiledKernel) and _RELAUNCHES:
             keywords = tuple(kwargs[name] for name in kernel.arg_names[len(args):])
             _TRITON_LAUNCHES[key] = (compiled.run, compiled.function, compiled.packed_metadata, keywords,
                                      triton.runtime.driver.active.get_current_stream)
