@@ -2140,14 +2140,13 @@ def _launch(kernel, grid: tuple, *args, **kwargs) -> None:
     The first launch of a key goes through the JIT (which compiles); later
     ones (on Triton from RELAUNCH_MIN_TRITON; before, every launch goes
     through the JIT) hand the arguments straight to the compiled kernel's
-    launcher, as
-    `_small_qr` does, skipping the JIT's per-call binding (on H200 a fused
-    trailing update's host time 58 -> 25 us: a 640x512 call's ~50 launches
-    otherwise outrun its GPU time in the last steps). The key holds
-    everything the JIT specializes on (`_specialization`, the device, the
-    keyword values), so a launch never reuses a kernel compiled for other
-    alignments or integer properties; a constexpr passed by position would
-    be keyed by its properties, not its value, and is refused.
+    launcher, as `_small_qr` does, skipping the JIT's per-call binding (on
+    H200 a fused trailing update's host time 58 -> 25 us: a 640x512 call's
+    ~50 launches otherwise outrun its GPU time in the last steps). The key
+    holds everything the JIT specializes on (`_specialization`, the device,
+    the keyword values), so a launch never reuses a kernel compiled for
+    other alignments or integer properties; a constexpr passed by position
+    would be keyed by its properties, not its value, and is refused.
     """
     if TRITON_INTERPRETED.value:        # CPU tensors, no device
         kernel[grid](*args, **kwargs)
