@@ -10,7 +10,7 @@ mkdir -p scratchpad/shards
 python -m pytest --collect-only -q -p no:cacheprovider tests/test_submission.py tests/test_robustness.py \
     2>/dev/null | grep "::" > scratchpad/shards/all.txt
 { grep "test_spec_passes" scratchpad/shards/all.txt | grep -- "-11\]" | grep -v "20x32\|40x176"
-  grep -E "test_paired_and_single|test_lookahead_and_plain|test_eager_launches|test_first_update_reads|test_extreme_magnitudes|test_agrees_with_geqrf|test_nan_and_inf|test_subnormal|test_nearly_repeated|test_square_tail_leaves|test_magnitudes_mixed|test_tiny_and_normal|test_non_contiguous" \
+  grep -E "test_paired_and_single|test_lookahead_and_plain|test_eager_launches|test_first_update_reads|test_extreme_magnitudes|test_agrees_with_geqrf|test_nan_and_inf|test_subnormal|test_nearly_repeated|test_square_tail_leaves|test_magnitudes_mixed|test_tiny_and_normal|test_non_contiguous|test_blocked_relaunches|test_side_streams|test_a_broken_capture|test_panels_bound_once" \
       scratchpad/shards/all.txt; } > scratchpad/shards/selected.txt
 rm -f scratchpad/shards/shard-*.txt
 awk '{print > ("scratchpad/shards/shard-" (NR % 8) ".txt")}' scratchpad/shards/selected.txt
