@@ -55,6 +55,7 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass, replace
 from functools import lru_cache
+from importlib.metadata import PackageNotFoundError, version as installed_version
 
 import torch
 import triton
@@ -85,6 +86,7 @@ SMEM_RESERVE = 4096         # bytes of shared memory kept for the kernel's small
 SMALL_MAX_N = 32            # up to this n a Triton program holds each matrix in registers, no graph
 SMALL_WARPS = ((32, 1),)    # (N = n rounded up to a power of two, >= 16: <=, warps)
 SMALL_DIRECT_TRITON = ("3.6.",)     # releases whose launcher's C entry (argument order) `_small_qr` calls itself
+BOUND_PANELS_DSL = ("4.3.",)        # CUTLASS DSL releases whose executor converts arguments as `_bind_panels` reads
 RELAUNCH_MIN_TRITON = (3, 3)        # from this release a compiled kernel's launcher takes constexprs too
 SQUARE_THREADS = 512        # threads of the square kernel (best at every n measured, 32 to 232)
 SQUARE_STEP = 8             # a square kernel is compiled for n rounded up to this and serves all n below
@@ -1953,6 +1955,13 @@ def square_tail(batch: int, n: int, sms: int, smem: int) -> int | None:
 # Compile cache (keyed by Plan; batch and n are run-time sizes)
 # ---------------------------------------------------------------------------
 _COMPILED: dict = {}        # Plan -> compiled HouseholderPanel
+# HouseholderPanel's arguments (a, h, tau, T, scratch, c, stream) as the CuTe executor converts them:
+# one pointer each; T's and c's places in that list
+PANEL_POINTERS, PANEL_T_SLOT, PANEL_C_SLOT = 7, 3, 5
+try:
+    _BINDS_PANELS = cutlass is not None and installed_version("nvidia-cutlass-dsl").startswith(BOUND_PANELS_DSL)
+except PackageNotFoundError:         # the DSL installed some other way: plain launches
+    _BINDS_PANELS = False
 
 
 def _cute_tensor(t: torch.Tensor):
@@ -2319,6 +2328,10 @@ class Factorization:
             self.cute_args = None if self.eager else cute_args
             self.panels = [_panel_kernel(panel_plan(plan, n, c), (*cute_args[0], cutlass.Int32(c), stream))
                            for c in range(0, end, width)]
+            # converted once: T of odd panels (a view no launch converts again) and each panel's c
+            self.t_odd = _cute_tensor(self.t[1])
+            self.panel_pointers = [self.t_odd.__c_pointers__()[0],
+                                   [cutlass.Int32(c).__c_pointers__()[0] for c in range(0, end, width)]]
             if self.tail is not None:
                 self.tail_kernel = _panel_kernel(make_plan(batch, n - self.tail, sms, smem),
                                                  _square_pointer_args(h, h, tau, stream, self.tail), by_pointers=True)
@@ -2338,6 +2351,35 @@ class Factorization:
         """
         a, out, cute_tau = _cute_tensor(h), _cute_tensor(h), _cute_tensor(tau)
         return [(a, out, cute_tau, self.cute_t[parity], self.cute_scratch) for parity in (0, 1)]
+
+    def _bind_panels(self, cute_args: tuple, stream) -> tuple | None:
+        """The first panel's arguments (this call's views, T of even panels) as the CuTe executor converts
+        them, with the converted objects they point into; None on other DSL releases, or where it converts
+        them otherwise."""
+        if not _BINDS_PANELS:
+            return None
+        pointers, adapted = self.panels[0].generate_execution_args(*cute_args, cutlass.Int32(0), stream)
+        return (pointers, adapted) if len(pointers) == PANEL_POINTERS else None
+
+    def _launch_panel(self, k: int, bound: tuple | None, cute_args: list[tuple], stream) -> None:
+        """Launch panel k: the call's converted arguments with its T and c swapped in.
+
+        The CuTe executor converts a panel's seven arguments at every launch
+        (a memref descriptor per tensor: ~30 of a panel launch's ~60 us of
+        host time on H200); the panels of one call differ only in T (by
+        parity) and c. A view's conversion frees its previous one, so T of odd
+        panels is a view of its own, converted once, and `bound` holds the
+        only conversion of this call's views.
+        """
+        if bound is None:
+            self.panels[k](*cute_args[k % 2], cutlass.Int32(k * self.plan.width), stream)
+            return
+        t_odd, starts = self.panel_pointers
+        pointers = list(bound[0])
+        if k % 2:
+            pointers[PANEL_T_SLOT] = t_odd
+        pointers[PANEL_C_SLOT] = starts[k]
+        self.panels[k].run_compiled_program(pointers)
 
     def _capture(self) -> torch.cuda.CUDAGraph | None:
         """The launch sequence as a CUDA graph, or None if another thread's CUDA call broke the capture."""
@@ -2390,6 +2432,7 @@ class Factorization:
             h, tau, cute_args = self.h, self.tau, self.cute_args
         else:
             cute_args = self._cute_args(h, tau)
+        bound = self._bind_panels(cute_args[0], stream)
         if not self.plan.square:
             _lift(h, self.size, inverse=False, col_end=None if source is None else self.plan.width)
             self.side.wait_stream(main)
@@ -2398,11 +2441,11 @@ class Factorization:
         for p, step in enumerate(self.steps):
             step_source = None if source is None or p > 0 else (source, self.size)   # the first step's updates read it
             k = step.c // W                 # the step's (first) panel
-            self.panels[k](*cute_args[k % 2], cutlass.Int32(step.c), stream)
+            self._launch_panel(k, bound, cute_args, stream)
             t, width = self.t[k % 2], W
             if step.pair:
                 _apply_block_reflector(h, self.y_next, t, step.c, W, step.inner, step_source)
-                self.panels[k + 1](*cute_args[(k + 1) % 2], cutlass.Int32(step.c + W), stream)
+                self._launch_panel(k + 1, bound, cute_args, stream)
                 t, width = self.t_pair[p % 2], 2 * W
                 _merge_reflectors(h, self.pair_gram, self.t[k % 2], self.t[(k + 1) % 2], t, step.c, W)
             reflector_done = main.record_event() if self.lookahead else None

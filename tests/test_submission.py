@@ -210,6 +210,7 @@ def _queued_kernels(batch: int, n: int, end: int, lookahead: bool, monkeypatch) 
     f.y_next, f.y_rest = torch.zeros(1), torch.zeros(1)
     f.size, f.side = torch.zeros(batch), _Stream("side")
     f._cute_args = lambda h, tau: [(0,), (1,)]          # the T parity a panel writes
+    f._bind_panels = lambda cute_args, stream: None     # each panel launched with its own arguments
     f.panels = [lambda parity, c, stream: queue(("panel", c), columns(c, c + W),
                                                 columns(c, c + W) | {("buffer", f.t[parity].data_ptr())})
                 ] * -(-end // W)
@@ -524,6 +525,27 @@ def test_eager_launches_factor_into_fresh_outputs(batch, n, monkeypatch):
     assert first[0].data_ptr() != second[0].data_ptr() and first[1].data_ptr() != second[1].data_ptr()
     assert torch.equal(first[0], second[0]) and torch.equal(first[1], second[1])
     assert_factors(a, first)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("batch,n,eager", [(3, 300, True), (2, 1100, True), (2, 1100, False)])
+def test_panels_bound_once_a_call_give_the_bits_of_plain_launches(batch, n, eager, monkeypatch):
+    # a call converts the first panel's arguments once and swaps in each panel's T and c (`_launch_panel`);
+    # launching every panel with its own arguments instead gives the same bits, eagerly and in a graph
+    monkeypatch.setattr(submission, "EAGER_MIN_PANEL_BYTES", 0 if eager else 1 << 62)
+    a = reference.generate_input(batch, n, 1, 83, "dense")
+    f = submission.Factorization(batch, n, a.device)
+    assert f.eager == eager
+    stream = submission.cuda.CUstream(torch.cuda.current_stream().cuda_stream)
+    assert f._bind_panels(f._cute_args(torch.empty_like(a), a.new_empty((batch, n)))[0], stream) is not None
+    bound = f(a)
+    monkeypatch.setattr(f, "_bind_panels", lambda cute_args, stream: None)
+    if not eager:
+        f.graph = f._capture()
+        assert f.graph is not None
+    plain = f(a)
+    assert torch.equal(bound[0], plain[0]) and torch.equal(bound[1], plain[1])
+    assert_factors(a, bound)
 
 
 @pytest.mark.gpu
