@@ -267,6 +267,33 @@ def test_launch_updates_every_column_once_in_order_without_races(batch, n, end, 
     assert all(applied[j] == list(range(-(-end // W))) for j in range(end, n))
 
 
+def test_bound_panels_swap_in_their_own_t_and_column(monkeypatch):
+    # `_launch_panel` from a call's bound arguments: panel k gets T of its parity and its own c, in a copy
+    # (the bound list serves every panel of the call); without bound arguments, a plain launch
+    launched = []
+    panel = types.SimpleNamespace(run_compiled_program=lambda pointers: launched.append(pointers))
+    f = object.__new__(submission.Factorization)
+    f.plan = submission.Plan(False, 32, 128, 1, 256, True)
+    f.panels = [panel] * 4
+    f.panel_pointers = ["T odd", [f"c {k * 32}" for k in range(4)]]
+    bound_pointers = [f"pointer {slot}" for slot in range(submission.PANEL_POINTERS)]
+    bound_pointers[submission.PANEL_T_SLOT] = "T even"
+    bound = (list(bound_pointers), "adapted")
+    for k in range(4):
+        f._launch_panel(k, bound, None, None)
+    assert bound[0] == bound_pointers
+    for k, pointers in enumerate(launched):
+        want = list(bound_pointers)
+        want[submission.PANEL_T_SLOT] = "T odd" if k % 2 else "T even"
+        want[submission.PANEL_C_SLOT] = f"c {k * 32}"
+        assert pointers == want, k
+    plain = []
+    f.panels = [lambda *args: plain.append(args)] * 4
+    monkeypatch.setattr(submission, "cutlass", types.SimpleNamespace(Int32=int), raising=False)
+    f._launch_panel(3, None, [("even",), ("odd",)], "stream")
+    assert plain == [("odd", 96, "stream")]
+
+
 # ---------------------------------------------------------------------------
 # Fallbacks and errors (CPU)
 # ---------------------------------------------------------------------------
