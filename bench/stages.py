@@ -78,6 +78,7 @@ def main(argv: list[str]) -> int:
 
         def trailing_only(_):
             with mock.patch.object(f, "panels", [skip] * len(f.panels)), \
+                    mock.patch.object(f, "_bind_panels", skip), \
                     mock.patch.object(submission, "_merge_reflectors", skip), \
                     mock.patch.object(f, "tail_kernel", skip if f.tail_kernel else None):
                 f.launch(*out)
