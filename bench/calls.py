@@ -94,7 +94,8 @@ def _eager_parts(f, a: torch.Tensor) -> dict:
         "panel launch": lambda: f.panels[0](*cute_args[0], submission.cutlass.Int32(0), stream),
         "panel binding": lambda: f.panels[0].generate_execution_args(*cute_args[0], submission.cutlass.Int32(0),
                                                                       stream),
-        "update": lambda: submission._apply_block_reflector(h, f.y_rest, f.t[0], 0, width, update),
+        "update": lambda: submission._apply_block_reflector(h, f.y_rest, f.t_pair[0] if first.pair else f.t[0],
+                                                            0, width, update),
         "stage": lambda: f.stage(a, h),
         "lift": lambda: submission._lift(h, f.size, inverse=True),
     }
