@@ -147,7 +147,6 @@ MAX_CACHED_BYTES = 2 << 30  # ... while their buffers take at most this much dev
 # H200: -6% at 60x1024, -8% at 8x2048, -14% at 2x4096; +1-2% at 640x512 (G=1) and 40x352
 LOOKAHEAD_MIN_N = 1024
 LOOKAHEAD_BLOCK_N = 32      # columns of a tile of the next panel's update
-MERGE_BLOCK_M = 64          # rows a trip of a pair's V1^T V2 (float32 FMA; split by rows like V^T C)
 # panels go in pairs, merged into one block reflector of 2 x PANEL_WIDTH columns for one pass over the
 # trailing columns instead of two, while the trailing matrices hold at least this many bytes and that
 # pass is one fused launch: there DRAM passes, not the panels, set a step's time. H200: 640x512 -8%,
@@ -566,51 +565,6 @@ def _wy_apply_kernel(
     _subtract_reflected(h_ptr, rows, cols, col_hi, n, v, tile, y_big, y_small)
 
 
-@triton.jit
-def _pair_gram_kernel(h_ptr, g_ptr, n, c, rows_per_split, W: tl.constexpr, BLOCK_M: tl.constexpr):
-    """g[split, b] := V1^T V2 over the split's rows, for V1, V2 the reflectors of the panels at c and c + W
-    (V2 is 0 above row c + W, so the rows run from there), in float32 (no tensor-core rounding)."""
-    split = tl.program_id(0)
-    b = tl.program_id(1)
-    h_ptr += b.to(tl.int64) * n * n
-    row_lo = c + W + split * rows_per_split
-    row_hi = tl.minimum(row_lo + rows_per_split, n)
-    gram = tl.zeros((W, W), dtype=tl.float32)
-    for r0 in range(row_lo, row_hi, BLOCK_M):
-        rows = r0 + tl.arange(0, BLOCK_M)
-        v1 = _load_reflectors(h_ptr, r0, rows, row_lo, row_hi, c, n, W)
-        v2 = _load_reflectors(h_ptr, r0, rows, row_lo, row_hi, c + W, n, W)
-        gram = tl.dot(tl.trans(v1), v2, gram, input_precision="ieee")
-    k = tl.arange(0, W)
-    tl.store(g_ptr + (split * tl.num_programs(1) + b).to(tl.int64) * W * W + k[:, None] * W + k[None, :], gram)
-
-
-@triton.jit
-def _merge_reflectors_kernel(g_ptr, t_ptr, t_next_ptr, t_pair_ptr, splits, W: tl.constexpr):
-    """T of the panels at c and c + W as one block reflector of 2W columns (2W x 2W, row-major):
-
-        (I - V1 T1 V1^T)(I - V2 T2 V2^T) = I - [V1 V2] [[T1, -T1 (V1^T V2) T2], [0, T2]] [V1 V2]^T
-
-    with T1 in t, T2 in t_next (W x W, row-major) and V1^T V2 the sum of g's splits in split order (the
-    same bits every run), all in float32: T's entries weigh every later update.
-    """
-    b = tl.program_id(0)
-    batch = tl.num_programs(0)
-    k = tl.arange(0, W)
-    square = k[:, None] * W + k[None, :]
-    gram = tl.zeros((W, W), dtype=tl.float32)
-    for split in range(splits):
-        gram += tl.load(g_ptr + (split * batch + b).to(tl.int64) * W * W + square)
-    t1 = tl.load(t_ptr + b.to(tl.int64) * W * W + square)
-    t2 = tl.load(t_next_ptr + b.to(tl.int64) * W * W + square)
-    t12 = -tl.dot(tl.dot(t1, gram, input_precision="ieee"), t2, input_precision="ieee")
-    pair = t_pair_ptr + b.to(tl.int64) * 4 * W * W + k[:, None] * (2 * W) + k[None, :]
-    tl.store(pair, t1)
-    tl.store(pair + W, t12)
-    tl.store(pair + 2 * W * W, tl.zeros((W, W), dtype=tl.float32))
-    tl.store(pair + 2 * W * W + W, t2)
-
-
 # ---------------------------------------------------------------------------
 # CuTe: Householder factorization of a panel held in shared memory
 # ---------------------------------------------------------------------------
@@ -702,7 +656,12 @@ if cutlass is not None:
         Per column j (diagonal row d = c + j), with x the column below d:
             beta, tau from |x|^2 and alpha = A[d, j]      (larfg)
             w_k := v^T A[d:, k],  A[d:, k] -= tau w_k v    for panel columns k > j
-        Then, if `form_t`: T := larft(V, tau) (w x w, upper) into mT[b].
+        Then, if `form_t`: T := larft(V, tau) (w x w, upper) into mT[b], and a copy into the cluster
+        scratch (`slot_t`). With `merges` the panel is the second of a pair (the first one's reflector
+        at c - width, its T left in the scratch) and writes their merged block reflector instead:
+            (I - V1 T1 V1^T)(I - V2 T2 V2^T) = I - [V1 V2] [[T1, T12], [0, T2]] [V1 V2]^T,
+            T12 = -T1 (V1^T V2) T2,
+        the 2 width x 2 width T into mT[b] (`_merge_pair`).
 
         Work split: one matrix per cluster of `cluster` CTAs, each holding a
         contiguous block of the panel's rows in shared memory, column-major
@@ -762,7 +721,8 @@ if cutlass is not None:
         ceil((n - c) / cluster) <= rows (and n <= width for a square plan).
         """
 
-        def __init__(self, rows: int, width: int, cluster: int, threads: int, form_t: bool, resident: bool):
+        def __init__(self, rows: int, width: int, cluster: int, threads: int, form_t: bool, resident: bool,
+                     merges: bool = False):
             self.rows = rows                    # rows a CTA can hold; n is read from mH at run time
             self.width = width
             self.cluster = cluster
@@ -775,6 +735,11 @@ if cutlass is not None:
             self.ctas = cluster                 # CTAs a matrix
             self.finish_at_end = cluster == 1 and form_t    # sGram holds the columns' (beta, lift, scale)
             self.paired = self.finish_at_end and not self.resident      # `_column_pairs`
+            self.merges = merges
+            self.slot_cross = SLOT_GRAM + width * width     # cluster scratch: a CTA's part of V1^T V2 ...
+            self.slot_t = SLOT_GRAM + 2 * width * width     # ... and T, for the second panel of a pair
+            assert form_t or not merges, "a pair's merged T needs the second panel's T"
+            assert not merges or self.ld >= 2 * width, "sP holds V1^T V2 and T1 for the merge"
             assert cluster == 1 or form_t, "a cluster panel ends with T's cluster barrier, after every CTA's last wait"
 
         @cute.jit
@@ -966,7 +931,7 @@ if cutlass is not None:
             self._write_back(mH, sP, b, r0, nloc, c, w, lane, warp)
 
             if cutlass.const_expr(self.form_t):
-                self._form_t(sP, sTau, sGram, sT, mT, mScratch, b, rank, r0, nloc, c, w, tidx, lane, warp)
+                self._form_t(mA, sP, sTau, sGram, sT, mT, mScratch, b, rank, r0, nloc, c, w, tidx, lane, warp)
 
         @cute.jit
         def _load_column(self, sP, rX, k, rlo, nloc, lane, first=0):
@@ -1391,17 +1356,24 @@ if cutlass is not None:
             return x
 
         @cute.jit
-        def _form_t(self, sP, sTau, sGram, sT, mT, mScratch, b, rank, r0, nloc, c, w, tidx, lane, warp):
+        def _form_t(self, mA, sP, sTau, sGram, sT, mT, mScratch, b, rank, r0, nloc, c, w, tidx, lane, warp):
             """T := larft(V, tau): T[i, i] = tau_i, T[i, j] = -tau_j sum_{l=i..j-1} T[i, l] (V^T V)[l, j].
 
             The Gram matrix V^T V comes from tensor cores (`_gram`); T is then
             built from its diagonal by log2(width) merges of block pairs
             (`_merge_t_blocks`), each two rounds of short dots, an entry or more a thread.
+            With `merges`, V1^T V2 comes the same way first (`_cross_gram`, into sT,
+            transposed like T, until T needs it) and the pair's T follows T
+            (`_merge_pair`).
             """
             W = self.width
             G = self.cluster
+            sCross = cute.make_tensor(sP.iterator, cute.make_layout((W, W), stride=(W, 1)))     # V1^T V2
+            sT1 = cute.make_tensor(sP.iterator + W * W, cute.make_layout((W, W), stride=(W, 1)))
 
-            # ----- (V^T V)[i, j] for i < j over this CTA's rows; a cluster's parts meet in global scratch -----
+            # ----- (V^T V)[i, j] for i < j (and V1^T V2) over this CTA's rows; a cluster's parts meet in global scratch -----
+            if cutlass.const_expr(self.merges):
+                self._cross_gram(mA, sP, sT, b, r0, nloc, c, lane, warp)
             self._gram(sP, sGram, r0, nloc, c, lane, warp)
             if cutlass.const_expr(G > 1):
                 for p in cutlass.range(tidx, W * W, self.threads):
@@ -1409,10 +1381,24 @@ if cutlass is not None:
                     j = p - i * W
                     if i < j and j < w:
                         mScratch[b, rank, SLOT_GRAM + p] = sGram[i, j]
+                    if cutlass.const_expr(self.merges):
+                        mScratch[b, rank, self.slot_cross + p] = sT[j, i]
                 self._sync()
 
             # ----- T, by the cluster's rank 0: the Gram's sums and T's diagonal, then the merges -----
             if rank == 0:
+                if cutlass.const_expr(self.merges):     # V1^T V2 and T1 into sP (free since `_gram`'s last barrier)
+                    for p in cutlass.range(tidx, W * W, self.threads):
+                        i = p // W
+                        j = p - i * W
+                        cross = sT[j, i]
+                        if cutlass.const_expr(G > 1):
+                            cross = cutlass.Float32(0.0)
+                            for g in cutlass.range_constexpr(G):
+                                cross = cross + mScratch[b, g, self.slot_cross + p]
+                        sCross[i, j] = cross
+                        sT1[i, j] = mScratch[b, 0, self.slot_t + p]
+                    cute.arch.sync_threads()
                 for p in cutlass.range(tidx, W * W, self.threads):
                     i = p // W
                     j = p - i * W
@@ -1430,12 +1416,119 @@ if cutlass is not None:
                 cute.arch.sync_threads()
                 for level in cutlass.range_constexpr(self.width.bit_length() - 1):
                     self._merge_t_blocks(sGram, sT, 2 ** level, w, tidx)
-                for p in cutlass.range(tidx, W * W, self.threads):
-                    i = p // W
-                    j = p - i * W
-                    if i < w:
-                        if j < w:
-                            mT[b, i, j] = sT[j, i]
+                if cutlass.const_expr(self.merges):
+                    self._merge_pair(sCross, sT1, sGram, sT, mT, b, tidx)
+                else:
+                    for p in cutlass.range(tidx, W * W, self.threads):
+                        i = p // W
+                        j = p - i * W
+                        if i < w:
+                            if j < w:
+                                mT[b, i, j] = sT[j, i]
+                                mScratch[b, 0, self.slot_t + p] = sT[j, i]
+
+        @cute.jit
+        def _cross_gram(self, mA, sP, sCross, b, r0, nloc, c, lane, warp):
+            """sCross[j, i] := (V1^T V2)[i, j] over this CTA's rows, V1 the reflectors of the panel at c - width
+            (read from mA: below its diagonal at every row >= c, where V2 is not 0) and V2 this panel's (`_v_entry`).
+
+            Every warp takes row chunks of 16 in turn, as `_gram` does, with V1 as
+            the A operand and V2 as the B operand, the same six products a tile.
+            Two passes over the rows, one an m-tile of V1's 16 columns (its two
+            column groups of a lane split into registers a chunk), so that a lane
+            holds four tiles' sums instead of eight: the panel's registers, which
+            set how many CTAs share an SM, stay those of its column steps (local
+            ptxas, sm_90a, 256 threads: 80 at 352-480 rows, as without the merge;
+            one pass took 108-114, two CTAs an SM instead of three). V2 comes one
+            column group (one n-tile) at a time. After each pass the warps'
+            parts are added in warp order (the same bits every run), one warp at a
+            time between CTA barriers.
+            """
+            W = self.width
+            NW = self.threads // WARP
+            assert W == 32, "the fragment mapping covers a 32 x 32 product"
+            group = lane // 4
+            pair = lane % 4
+            products = ((1, 1), (0, 2), (2, 0), (0, 1), (1, 0), (0, 0))   # (split of A, of B), a chunk's smallest first
+            rC = cute.make_rmem_tensor(16, cutlass.Float32)                # n-tile nt's 16 x 8 sums in rC[4 nt:4 nt + 4]
+            for mt in cutlass.range_constexpr(2):
+                for e in cutlass.range_constexpr(16):
+                    rC[e] = cutlass.Float32(0.0)
+                for q in cutlass.range(16 * warp, nloc, 16 * NW):
+                    # first[k][half][m]: split k of V1 at rows (q + 2t, q + 2t + 1) (half 0) or (+8, +9) (half 1),
+                    # column 16 mt + g + 8m
+                    first = [[[None] * 2, [None] * 2] for _ in "bms"]
+                    for half in cutlass.range_constexpr(2):
+                        for m in cutlass.range_constexpr(2):
+                            row = q + 2 * pair + 8 * half
+                            col = 16 * mt + group + 8 * m
+                            split = _bf16_split(self._v1_entry(mA, b, row, col, r0, nloc, c),
+                                                self._v1_entry(mA, b, row + 1, col, r0, nloc, c))
+                            for k in cutlass.range_constexpr(3):
+                                first[k][half][m] = split[k]
+                    for nt in cutlass.range_constexpr(4):
+                        second = [[None, None] for _ in "bms"]             # V2's column group nt, both halves
+                        for half in cutlass.range_constexpr(2):
+                            row = q + 2 * pair + 8 * half
+                            split = _bf16_split(self._v_entry(sP, row, group + 8 * nt, r0, nloc, c),
+                                                self._v_entry(sP, row + 1, group + 8 * nt, r0, nloc, c))
+                            for k in cutlass.range_constexpr(3):
+                                second[k][half] = split[k]
+                        acc = [rC[4 * nt], rC[4 * nt + 1], rC[4 * nt + 2], rC[4 * nt + 3]]
+                        for p in cutlass.range_constexpr(len(products)):
+                            ka, kb = products[p]
+                            a = [first[ka][0][0], first[ka][0][1], first[ka][1][0], first[ka][1][1]]
+                            acc = _mma_bf16(a, [second[kb][0], second[kb][1]], acc)
+                        for e in cutlass.range_constexpr(4):
+                            rC[4 * nt + e] = acc[e]
+                for s in cutlass.range_constexpr(NW):
+                    if warp == s:
+                        for nt in cutlass.range_constexpr(4):
+                            for e in cutlass.range_constexpr(4):
+                                i = 16 * mt + group + 8 * (e // 2)
+                                j = 8 * nt + 2 * pair + e % 2
+                                if cutlass.const_expr(s == 0):
+                                    sCross[j, i] = rC[4 * nt + e]
+                                else:
+                                    sCross[j, i] = sCross[j, i] + rC[4 * nt + e]
+                    cute.arch.sync_threads()
+
+        @cute.jit
+        def _v1_entry(self, mA, b, r, col, r0, nloc, c):
+            """V1[r, col] of the panel at c - width (local row r >= 0: below V1's diagonal), 0 at rows >= nloc
+            (loaded from row nloc - 1 there, so that no load waits behind a branch: a chunk's loads are in
+            flight together)."""
+            x = mA[b, r0 + cutlass.min(r, nloc - 1), c - self.width + col]
+            if r >= nloc:
+                x = cutlass.Float32(0.0)
+            return x
+
+        @cute.jit
+        def _merge_pair(self, sCross, sT1, sGram, sT, mT, b, tidx):
+            """mT[b] := [[T1, T12], [0, T2]] with T12 = -T1 (V1^T V2) T2, in float32 FMA (T's entries weigh every
+            later update): Y = (V1^T V2) T2 into sGram (free once T2 is formed; sGram[j, i] = Y[i, j], so
+            that a warp's lanes, consecutive j, meet no bank twice), then T12 = -T1 Y. T2 and
+            T1 are upper triangular (sT[j, i] = T2[i, j]), with zeros below: the dots run over all W terms,
+            unrolled (the loads in flight together), and the zeros add nothing."""
+            W = self.width
+            for p in cutlass.range(tidx, W * W, self.threads):
+                i = p // W
+                j = p - i * W
+                y = cutlass.Float32(0.0)
+                for m in cutlass.range_constexpr(W):
+                    y = y + sCross[i, m] * sT[j, m]
+                sGram[j, i] = y
+                mT[b, i, j] = sT1[i, j]
+                mT[b, W + i, W + j] = sT[j, i]
+                mT[b, W + i, j] = cutlass.Float32(0.0)
+            cute.arch.sync_threads()
+            for p in cutlass.range(tidx, W * W, self.threads):
+                i = p // W
+                j = p - i * W
+                t12 = cutlass.Float32(0.0)
+                for l in cutlass.range_constexpr(W):
+                    t12 = t12 - sT1[i, l] * sGram[j, l]
+                mT[b, i, W + j] = t12
 
         @cute.jit
         def _merge_t_blocks(self, sGram, sT, size: int, w, tidx):
@@ -1821,7 +1914,8 @@ class Plan:
     panels of PANEL_WIDTH columns over clusters of `cluster` CTAs (for a
     square plan served by BlockedSquareQR: `cluster` copies of the matrix).
     `resident`: a launch has at most one CTA per SM, so its warps may keep
-    their columns in registers without costing occupancy.
+    their columns in registers without costing occupancy. `merges`: the
+    panel is the second of a pair and forms the pair's merged T.
     """
 
     square: bool
@@ -1830,6 +1924,7 @@ class Plan:
     cluster: int
     threads: int
     resident: bool
+    merges: bool = False
 
 
 def columns_fit_registers(rows: int, width: int, threads: int) -> bool:
@@ -1849,8 +1944,9 @@ def launches_eagerly(batch: int, n: int, plan: Plan) -> bool:
 
 def scratch_slots(width: int) -> int:
     """Floats of global cluster scratch a CTA publishes (once a panel, or for rescaled norms):
-    rescaled |x|^2 and width^2 Gram entries."""
-    return SLOT_GRAM + width * width
+    rescaled |x|^2, width^2 Gram entries, width^2 entries of a pair's V1^T V2 and (rank 0) the
+    panel's T, which the second panel of a pair reads."""
+    return SLOT_GRAM + 3 * width * width
 
 
 def exchange_floats(width: int, cluster: int) -> int:
@@ -1889,13 +1985,17 @@ def blocked_plan(n: int, cluster: int, resident: bool) -> Plan:
     return Plan(False, PANEL_WIDTH, rows, cluster, _pick(PANEL_THREADS, cluster), resident)
 
 
-def panel_plan(plan: Plan, n: int, c: int) -> Plan:
+def panel_plan(plan: Plan, n: int, c: int, merges: bool = False) -> Plan:
     """The plan of the panel at column c: CTAs that hold only the n - c rows left (per cluster CTA),
     rounded up to PANEL_ROW_STEP (PANEL_ROW_STEP_SHARED where CTAs share SMs, and then PANEL_NARROW's
     threads once few rows are left); a one-wave cluster plan's panel on one CTA a matrix once
-    PANEL_ALONE's rows are left; a square plan as it is."""
+    PANEL_ALONE's rows are left; a square plan as it is. A pair's second panel (`merges`) holds at
+    least 2 width rows: its shared memory keeps V1^T V2 and T1 for the merge."""
     if plan.square:
         return plan
+    if merges:
+        plan = replace(panel_plan(plan, n, c), merges=True)
+        return replace(plan, rows=max(plan.rows, 2 * plan.width))
     alone_rows, alone_threads = PANEL_ALONE
     if plan.cluster > 1 and plan.resident and n - c <= alone_rows:
         return replace(plan, rows=_round_up(n - c, PANEL_ROW_STEP), cluster=1, threads=alone_threads)
@@ -1988,7 +2088,7 @@ def _panel_kernel(plan: Plan, args: tuple, by_pointers: bool = False):
             panel = BlockedSquareQR(plan.rows, plan.width, plan.threads, SQUARE_BLOCK, plan.cluster)
         else:
             panel = HouseholderPanel(plan.rows, plan.width, plan.cluster, plan.threads, not plan.square,
-                                     plan.resident)
+                                     plan.resident, plan.merges)
         fn = _COMPILED[key] = cute.compile(SquareByPointers(panel) if by_pointers else panel, *args)
     return fn
 
@@ -2223,18 +2323,6 @@ def _apply_block_reflector(h, y, t, c: int, width: int, update: Update, source=N
             h, y, t, *sizes, splits, *strides, **blocks)
 
 
-def _merge_reflectors(h, gram, t, t_next, t_pair, c: int, width: int):
-    """t_pair := the block reflector T of the panels at c and c + width (T in t and t_next), 2 width wide,
-    their V1^T V2 summed over as many row splits as `gram` (splits x batch x width x width) holds."""
-    batch, n, _ = h.shape
-    splits = gram.shape[0]
-    rows_per_split = triton.cdiv(triton.cdiv(n - c - width, splits), MERGE_BLOCK_M) * MERGE_BLOCK_M
-    splits = triton.cdiv(n - c - width, rows_per_split)
-    _launch(_pair_gram_kernel, (splits, batch), h, gram, n, c, rows_per_split, W=width, BLOCK_M=MERGE_BLOCK_M,
-            num_warps=TRAIL_WARPS)
-    _launch(_merge_reflectors_kernel, (batch,), gram, t, t_next, t_pair, splits, W=width, num_warps=TRAIL_WARPS)
-
-
 class Factorization:
     """Buffers, kernels and CUDA graph that factor batches of one (device, batch, n).
 
@@ -2285,20 +2373,17 @@ class Factorization:
             self.t = torch.zeros((2, batch, 1, 1), **zeros)     # not read by a square plan
             scratch = self.t[0]
             self.steps = [Step(0, False, None, None, None)]
-            self.t_pair = self.pair_gram = None
+            self.t_pair = None
             buffers = [self.t]
             self.reads_input = self.eager
         else:
             self.size = torch.zeros(batch, **zeros)         # max |a[b]|, reset to 0 at the end of launch()
-            self.t = torch.zeros((2, batch, width, width), **zeros)     # T of even and odd panels
+            self.t = torch.zeros((2, batch, width, width), **zeros)     # T of single panels and pairs' first, by parity
             scratch = torch.zeros((batch, plan.cluster, scratch_slots(width)), **zeros)
             self.steps = schedule(batch, n, end, self.lookahead, sms)
             pairs = any(step.pair for step in self.steps)
-            # T of the pairs' merged block reflectors, by parity of the step, and the row splits of their V1^T V2
+            # T of the pairs' merged block reflectors, by parity of the step (a pair's second panel writes it)
             self.t_pair = torch.zeros((2, batch, 2 * width, 2 * width), **zeros) if pairs else None
-            gram_splits = max(1, min(triton.cdiv(TRAIL_MIN_PROGRAMS * sms, batch),
-                                     triton.cdiv(n - width, MERGE_BLOCK_M)))
-            self.pair_gram = torch.zeros((gram_splits, batch, width, width), **zeros) if pairs else None
             # V^T C partials of the updates split by rows (one launch does the others): main and side stream
             self.y_next, self.y_rest = (
                 torch.zeros((max([u.splits for u in updates if u and not u.fused] or [1]), batch,
@@ -2312,11 +2397,18 @@ class Factorization:
             self.reads_input = (self.eager and first.next is None and first.rest.fused
                                 and (first.inner is None or first.inner.fused))
             buffers = [self.size, self.t, scratch, self.y_next, self.y_rest]
-            buffers += [self.t_pair, self.pair_gram] if pairs else []
+            buffers += [self.t_pair] if pairs else []
         if not self.eager:
             buffers += [h, tau]
         self.nbytes = sum(x.numel() * x.element_size() for x in buffers)
-        self.cute_t = [_cute_tensor(self.t[parity]) for parity in (0, 1)]
+        # each panel's T: single panels alternate between self.t's two buffers, a pair's second panel writes
+        # the pair's merged T (`merges`)
+        starts = range(0, end, width)
+        merging = {step.c // width + 1: p % 2 for p, step in enumerate(self.steps) if step.pair}
+        t_of_panel = [self.t_pair[merging[k]] if k in merging else self.t[k % 2] for k in range(len(starts))]
+        buffers_t = {t.data_ptr(): t for t in t_of_panel}
+        views = {ptr: _cute_tensor(t) for ptr, t in buffers_t.items()}
+        self.cute_t = [views[t.data_ptr()] for t in t_of_panel]
         self.cute_scratch = _cute_tensor(scratch)
         stream = cuda.CUstream(torch.cuda.current_stream(device).cuda_stream)
         self.tail_kernel = None
@@ -2326,12 +2418,14 @@ class Factorization:
         else:
             cute_args = self._cute_args(h, tau)
             self.cute_args = None if self.eager else cute_args
-            self.panels = [_panel_kernel(panel_plan(plan, n, c), (*cute_args[0], cutlass.Int32(c), stream))
-                           for c in range(0, end, width)]
-            # converted once: T of odd panels (a view no launch converts again) and each panel's c
-            self.t_odd = _cute_tensor(self.t[1])
-            self.panel_pointers = [self.t_odd.__c_pointers__()[0],
-                                   [cutlass.Int32(c).__c_pointers__()[0] for c in range(0, end, width)]]
+            self.panels = [_panel_kernel(panel_plan(plan, n, c, merges=k in merging),
+                                         (*cute_args[k], cutlass.Int32(c), stream))
+                           for k, c in enumerate(starts)]
+            # converted once: each panel's T (views no launch converts again, one a buffer) and c
+            self.t_views = {ptr: _cute_tensor(t) for ptr, t in buffers_t.items()}
+            converted = {ptr: view.__c_pointers__()[0] for ptr, view in self.t_views.items()}
+            self.panel_pointers = [[converted[t.data_ptr()] for t in t_of_panel],
+                                   [cutlass.Int32(c).__c_pointers__()[0] for c in starts]]
             if self.tail is not None:
                 self.tail_kernel = _panel_kernel(make_plan(batch, n - self.tail, sms, smem),
                                                  _square_pointer_args(h, h, tau, stream, self.tail), by_pointers=True)
@@ -2344,16 +2438,16 @@ class Factorization:
         self.graph = None if self.eager else self._capture()
 
     def _cute_args(self, h: torch.Tensor, tau: torch.Tensor) -> list[tuple]:
-        """The panel kernels' tensors for output (h, tau), by panel parity (T alternates between two buffers).
+        """The panel kernels' tensors for output (h, tau), by panel (each with its own T).
 
         The kernel reads its input (mA) and writes its output (mH) through two
         wrappers of h: one CuTe object passed twice reads as zeros.
         """
         a, out, cute_tau = _cute_tensor(h), _cute_tensor(h), _cute_tensor(tau)
-        return [(a, out, cute_tau, self.cute_t[parity], self.cute_scratch) for parity in (0, 1)]
+        return [(a, out, cute_tau, t, self.cute_scratch) for t in self.cute_t]
 
     def _bind_panels(self, cute_args: tuple, stream) -> tuple | None:
-        """The first panel's arguments (this call's views, T of even panels) as the CuTe executor converts
+        """The first panel's arguments (this call's views, the first panel's T) as the CuTe executor converts
         them, with the converted objects they point into; None on other DSL releases, or where it converts
         them otherwise."""
         if not _BINDS_PANELS:
@@ -2366,18 +2460,17 @@ class Factorization:
 
         The CuTe executor converts a panel's seven arguments at every launch
         (a memref descriptor per tensor: ~30 of a panel launch's ~60 us of
-        host time on H200); the panels of one call differ only in T (by
-        parity) and c. A view's conversion frees its previous one, so T of odd
-        panels is a view of its own, converted once, and `bound` holds the
-        only conversion of this call's views.
+        host time on H200); the panels of one call differ only in T and c. A
+        view's conversion frees its previous one, so the T buffers have views
+        of their own (`t_views`), converted once, and `bound` holds the only
+        conversion of this call's views.
         """
         if bound is None:
-            self.panels[k](*cute_args[k % 2], cutlass.Int32(k * self.plan.width), stream)
+            self.panels[k](*cute_args[k], cutlass.Int32(k * self.plan.width), stream)
             return
-        t_odd, starts = self.panel_pointers
+        ts, starts = self.panel_pointers
         pointers = list(bound[0])
-        if k % 2:
-            pointers[PANEL_T_SLOT] = t_odd
+        pointers[PANEL_T_SLOT] = ts[k]
         pointers[PANEL_C_SLOT] = starts[k]
         self.panels[k].run_compiled_program(pointers)
 
@@ -2415,13 +2508,13 @@ class Factorization:
         stream, so panel k+1 is factored while that update runs; the next
         panel's update waits for the previous rest update (its columns were
         in it), and T alternates between two buffers. A pair step factors
-        panel k, updates panel k+1's columns with it, factors panel k+1 and
-        merges the two T (all on the current stream, while the previous rest
-        update runs), then applies the merged reflector to the next pair's
+        panel k, updates panel k+1's columns with it and factors panel k+1,
+        whose kernel merges the two T (`merges`; all on the current stream,
+        while the previous rest update runs), then applies the merged reflector to the next pair's
         columns (after that rest update) and to the rest on the side stream;
         without look-ahead, to all columns right of the pair. Its T
-        alternates between two buffers too: the merge of step p+2 comes
-        after step p+1 waited for step p's rest update.
+        alternates between two buffers too: step p+2's second panel writes
+        it after step p+1 waited for step p's rest update.
         """
         main = torch.cuda.current_stream()
         stream = cuda.CUstream(main.cuda_stream)
@@ -2445,9 +2538,8 @@ class Factorization:
             t, width = self.t[k % 2], W
             if step.pair:
                 _apply_block_reflector(h, self.y_next, t, step.c, W, step.inner, step_source)
-                self._launch_panel(k + 1, bound, cute_args, stream)
+                self._launch_panel(k + 1, bound, cute_args, stream)     # and the pair's T
                 t, width = self.t_pair[p % 2], 2 * W
-                _merge_reflectors(h, self.pair_gram, self.t[k % 2], self.t[(k + 1) % 2], t, step.c, W)
             reflector_done = main.record_event() if self.lookahead else None
             if step.next:
                 if rest_done is not None:

@@ -15,8 +15,8 @@ the two copies out, the replay with the copy before it and with the
 copies after it, and one direct launch of the compiled CuTe kernel; for
 eagerly launched blocked plans the CuTe views of a fresh output, the first
 panel's launch and its argument binding alone (the CuTe JIT executor's
-`generate_execution_args`), the first step's updates and (pairs) merge,
-the staging and the lift. With --profile K, cProfile's K functions of most
+`generate_execution_args`), the first step's updates, the staging and
+the lift. With --profile K, cProfile's K functions of most
 own time over the calls (host side, the GPU kept busy).
 "graph replay", "replay, copies" and "cute launch" factor h in place again
 and again, that is the previous factorization's output rather than an input,
@@ -99,9 +99,6 @@ def _eager_parts(f, a: torch.Tensor) -> dict:
         "stage": lambda: f.stage(a, h),
         "lift": lambda: submission._lift(h, f.size, inverse=True),
     }
-    if first.pair:
-        parts["merge"] = lambda: submission._merge_reflectors(h, f.pair_gram, f.t[0], f.t[1], f.t_pair[0],
-                                                               0, f.plan.width)
     return parts
 
 

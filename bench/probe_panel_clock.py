@@ -70,7 +70,7 @@ EDITS = (
     ("                    cute.arch.sync_threads()        # a cluster's CTAs meet at the next column's mbarrier wait\n",
      STEP.format(4), ""),
     ("            self._write_back(mH, sP, b, r0, nloc, c, w, lane, warp)\n", PANEL.format(2), PANEL.format(3)),
-    ("                self._form_t(sP, sTau, sGram, sT, mT, mScratch, b, rank, r0, nloc, c, w, tidx, lane, warp)\n",
+    ("                self._form_t(mA, sP, sTau, sGram, sT, mT, mScratch, b, rank, r0, nloc, c, w, tidx, lane, warp)\n",
      "", PANEL.format(4)),
 )
 STAMP_METHOD = '''
@@ -100,7 +100,7 @@ def stamped_module():
     constants = (f"STAMP_BASE = {{}}\nPANEL_STAMPS = {PANEL_STAMPS!r}\nSTEP_STAMPS = {STEP_STAMPS}\n")
     module_text = head + panel + tail
     module_text = module_text.replace("\n# ---------------------------------------------------------------------------\n# CuTe:",
-                                      "\n" + constants.format("SLOT_GRAM + PANEL_WIDTH * PANEL_WIDTH")
+                                      "\n" + constants.format("SLOT_GRAM + 3 * PANEL_WIDTH * PANEL_WIDTH")
                                       + "\n# ---------------------------------------------------------------------------\n# CuTe:", 1)
     path = ROOT / "scratchpad" / "stamped_submission.py"
     path.parent.mkdir(exist_ok=True)

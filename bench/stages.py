@@ -72,14 +72,13 @@ def main(argv: list[str]) -> int:
         def eager(_):
             f.launch(*out)
 
-        def panels_only(_):             # the pairs' merges of T count with the panels
+        def panels_only(_):             # the pairs' merges of T are in their second panels
             with mock.patch.object(submission, "_apply_block_reflector", skip):
                 f.launch(*out)
 
         def trailing_only(_):
             with mock.patch.object(f, "panels", [skip] * len(f.panels)), \
                     mock.patch.object(f, "_bind_panels", skip), \
-                    mock.patch.object(submission, "_merge_reflectors", skip), \
                     mock.patch.object(f, "tail_kernel", skip if f.tail_kernel else None):
                 f.launch(*out)
 

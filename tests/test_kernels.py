@@ -128,25 +128,34 @@ def test_block_reflector_matches_float64(batch, n, c, splits, fused, next_panel_
     assert torch.equal(h[:, :c, :], before[:, :c, :])
 
 
-@pytest.mark.parametrize("splits", [1, 5])
-@pytest.mark.parametrize("batch,n,c", [(2, 200, 0), (1, 130, 64), (2, 97, 32), (3, 1100, 512)])
-def test_merged_reflector_matches_float64(batch, n, c, splits):
-    # the T of two panels' reflectors as one block of 2 x WIDTH equals larft of their 2 x WIDTH columns
+@pytest.mark.parametrize("resident", [True, False], ids=["resident", "streamed"])
+@pytest.mark.parametrize("batch,n,cluster,c", [
+    (2, 200, 1, 0), (1, 130, 1, 64), (3, 512, 1, 32), (2, 512, 2, 0), (2, 600, 2, 256), (2, 1100, 4, 512),
+])
+def test_second_panel_of_a_pair_merges_their_t(batch, n, cluster, c, resident):
+    # the pair's second panel (`merges`), after the first panel and its update of the second's columns,
+    # writes [[T1, T12], [0, T2]]: larft of the pair's 2 x WIDTH reflectors as one block
     torch.manual_seed(n + c)
-    a = torch.randn((batch, n, n), device="cuda", dtype=torch.float64)
-    panel_h, panel_tau = torch.geqrf(a[:, c:, c:c + 2 * WIDTH])
-    v = _unit_lower(panel_h)
-    h = a.float()
-    h[:, c:, c:c + 2 * WIDTH] = panel_h.float()
-    first = _larft(v[:, :, :WIDTH], panel_tau[:, :WIDTH]).float().contiguous()
-    second = _larft(v[:, WIDTH:, WIDTH:], panel_tau[:, WIDTH:]).float().contiguous()
+    h = torch.randn((batch, n, n), device="cuda")
+    blocked = submission.blocked_plan(n, cluster, resident)
+    tau = torch.zeros((batch, n), device="cuda")
+    first = torch.zeros((batch, WIDTH, WIDTH), device="cuda")
     merged = torch.full((batch, 2 * WIDTH, 2 * WIDTH), float("nan"), device="cuda")
-    before = h.clone()
-    gram = torch.full((splits, batch, WIDTH, WIDTH), float("nan"), device="cuda")    # as many as fit the rows
-    submission._merge_reflectors(h, gram, first, second, merged, c, WIDTH)
-    expected = _larft(v, panel_tau)
+    scratch = torch.zeros((batch, cluster, submission.scratch_slots(WIDTH)), device="cuda")
+    stream = submission.cuda.CUstream(torch.cuda.current_stream().cuda_stream)
+    for panel_c, t, merges in ((c, first, False), (c + WIDTH, merged, True)):
+        plan = submission.panel_plan(blocked, n, panel_c, merges)
+        args = tuple(submission._cute_tensor(x) for x in (h, h, tau, t, scratch))
+        args += (submission.cutlass.Int32(panel_c), stream)
+        submission._panel_kernel(plan, args)(*args)
+        if not merges:
+            update = submission.Update(c + WIDTH, c + 2 * WIDTH, 1, submission.LOOKAHEAD_BLOCK_N, True)
+            submission._apply_block_reflector(h, None, first, c, WIDTH, update)
+    torch.cuda.synchronize()
+    v = _unit_lower(h[:, c:, c:c + 2 * WIDTH].double())
+    expected = _larft(v, tau[:, c:c + 2 * WIDTH].double())
+    assert torch.equal(merged[:, :WIDTH, :WIDTH], first)
     assert (merged.double() - expected).abs().max() <= PANEL_RTOL * expected.abs().max()
-    assert torch.equal(h, before)
 
 
 @triton.jit

@@ -102,6 +102,13 @@ def test_a_panel_holds_only_the_rows_left():
     assert rows[-1] < plan.rows
     square = submission.make_plan(40, 176, H200_SMS, H200_SMEM)
     assert submission.panel_plan(square, 176, 0) == square
+    # a pair's second panel: the same CTAs, compiled to merge, holding at least the 2 x 32 rows of its merge
+    for n, c in ((512, 32), (512, 448), (300, 256)):
+        merging = submission.panel_plan(plan, n, c, merges=True)
+        assert merging == submission.replace(submission.panel_plan(plan, n, c), merges=True,
+                                             rows=max(merging.rows, 2 * submission.PANEL_WIDTH))
+        assert merging.rows >= 2 * submission.PANEL_WIDTH
+    assert submission.panel_plan(plan, 300, 256, merges=True).rows == 2 * submission.PANEL_WIDTH
 
 
 def test_panels_of_few_rows_take_fewer_threads_only_where_ctas_share_sms():
@@ -197,28 +204,29 @@ def _queued_kernels(batch: int, n: int, end: int, lookahead: bool, monkeypatch) 
               columns(update.col_lo, update.col_hi) | ({("buffer", y.data_ptr())} if not update.fused else set()),
               range(c // W, (c + width) // W))
 
-    def merge(h, gram, t, t_next, t_pair, c, width):
-        queue(("merge", c), columns(c, c + 2 * width) | {("buffer", t.data_ptr()), ("buffer", t_next.data_ptr())},
-              {("buffer", t_pair.data_ptr()), ("buffer", gram.data_ptr())})
+    def panel(t, c, stream):
+        # a panel writes its T (or, the second of a pair, the pair's T) and leaves its T in the scratch,
+        # which the second of a pair reads with the first one's reflectors
+        merges = t.shape[-1] == 2 * W
+        queue(("panel", c), columns(c - W if merges else c, c + W) | {("buffer", "scratch")},
+              columns(c, c + W) | {("buffer", t.data_ptr())} | (set() if merges else {("buffer", "scratch")}))
 
     f = object.__new__(submission.Factorization)
     f.plan = submission.Plan(False, W, n, 2, 512, True)
     f.lookahead, f.tail = lookahead, (None if end == n else end)
     f.steps = submission.schedule(batch, n, end, lookahead, H200_SMS)
     f.t, f.t_pair = torch.zeros((2, batch, W, W)), torch.zeros((2, batch, 2 * W, 2 * W))
-    f.pair_gram = torch.zeros((4, batch, W, W))
     f.y_next, f.y_rest = torch.zeros(1), torch.zeros(1)
     f.size, f.side = torch.zeros(batch), _Stream("side")
-    f._cute_args = lambda h, tau: [(0,), (1,)]          # the T parity a panel writes
+    panels = -(-end // W)
+    merging = {step.c // W + 1: p % 2 for p, step in enumerate(f.steps) if step.pair}
+    f._cute_args = lambda h, tau: [(f.t_pair[merging[k]] if k in merging else f.t[k % 2],) for k in range(panels)]
     f._bind_panels = lambda cute_args, stream: None     # each panel launched with its own arguments
-    f.panels = [lambda parity, c, stream: queue(("panel", c), columns(c, c + W),
-                                                columns(c, c + W) | {("buffer", f.t[parity].data_ptr())})
-                ] * -(-end // W)
+    f.panels = [panel] * panels
     f.tail_kernel = lambda *args: queue(("tail", end), columns(end, n), columns(end, n))
     monkeypatch.setattr(torch.cuda, "current_stream", lambda *args: current[0])
     monkeypatch.setattr(torch.cuda, "stream", _On)
     monkeypatch.setattr(submission, "_apply_block_reflector", apply)
-    monkeypatch.setattr(submission, "_merge_reflectors", merge)
     monkeypatch.setattr(submission, "_lift", lambda h, size, inverse, col_end=None: queue("lift", (), columns(0, n)))
     monkeypatch.setattr(submission, "_square_pointer_args", lambda *args: ())
     monkeypatch.setattr(submission, "cuda", types.SimpleNamespace(CUstream=lambda handle: None), raising=False)
@@ -268,30 +276,29 @@ def test_launch_updates_every_column_once_in_order_without_races(batch, n, end, 
 
 
 def test_bound_panels_swap_in_their_own_t_and_column(monkeypatch):
-    # `_launch_panel` from a call's bound arguments: panel k gets T of its parity and its own c, in a copy
-    # (the bound list serves every panel of the call); without bound arguments, a plain launch
+    # `_launch_panel` from a call's bound arguments: panel k gets its own T and c, in a copy (the bound
+    # list serves every panel of the call); without bound arguments, a plain launch of its own arguments
     launched = []
     panel = types.SimpleNamespace(run_compiled_program=lambda pointers: launched.append(pointers))
     f = object.__new__(submission.Factorization)
     f.plan = submission.Plan(False, 32, 128, 1, 256, True)
     f.panels = [panel] * 4
-    f.panel_pointers = ["T odd", [f"c {k * 32}" for k in range(4)]]
+    f.panel_pointers = [["T even", "T pair", "T even", "T odd"], [f"c {k * 32}" for k in range(4)]]
     bound_pointers = [f"pointer {slot}" for slot in range(submission.PANEL_POINTERS)]
-    bound_pointers[submission.PANEL_T_SLOT] = "T even"
     bound = (list(bound_pointers), "adapted")
     for k in range(4):
         f._launch_panel(k, bound, None, None)
     assert bound[0] == bound_pointers
     for k, pointers in enumerate(launched):
         want = list(bound_pointers)
-        want[submission.PANEL_T_SLOT] = "T odd" if k % 2 else "T even"
+        want[submission.PANEL_T_SLOT] = f.panel_pointers[0][k]
         want[submission.PANEL_C_SLOT] = f"c {k * 32}"
         assert pointers == want, k
     plain = []
     f.panels = [lambda *args: plain.append(args)] * 4
     monkeypatch.setattr(submission, "cutlass", types.SimpleNamespace(Int32=int), raising=False)
-    f._launch_panel(3, None, [("even",), ("odd",)], "stream")
-    assert plain == [("odd", 96, "stream")]
+    f._launch_panel(3, None, [(f"panel {k}",) for k in range(4)], "stream")
+    assert plain == [("panel 3", 96, "stream")]
 
 
 # ---------------------------------------------------------------------------
@@ -555,14 +562,20 @@ def test_eager_launches_factor_into_fresh_outputs(batch, n, monkeypatch):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("batch,n,eager", [(3, 300, True), (2, 1100, True), (2, 1100, False)])
-def test_panels_bound_once_a_call_give_the_bits_of_plain_launches(batch, n, eager, monkeypatch):
+@pytest.mark.parametrize("batch,n,eager,pairs", [
+    (3, 300, True, False), (2, 1100, True, False), (2, 1100, False, False), (3, 300, True, True), (2, 1100, False, True),
+])
+def test_panels_bound_once_a_call_give_the_bits_of_plain_launches(batch, n, eager, pairs, monkeypatch):
     # a call converts the first panel's arguments once and swaps in each panel's T and c (`_launch_panel`);
-    # launching every panel with its own arguments instead gives the same bits, eagerly and in a graph
+    # launching every panel with its own arguments instead gives the same bits, eagerly and in a graph, with
+    # pairs too (whose second panels write the pairs' T)
+    if pairs:
+        monkeypatch.setattr(submission, "PAIR_MIN_BYTES", 0)
+        monkeypatch.setattr(submission, "TRAIL_FUSE_PROGRAMS", 0)
     monkeypatch.setattr(submission, "EAGER_MIN_PANEL_BYTES", 0 if eager else 1 << 62)
     a = reference.generate_input(batch, n, 1, 83, "dense")
     f = submission.Factorization(batch, n, a.device)
-    assert f.eager == eager
+    assert f.eager == eager and any(step.pair for step in f.steps) == pairs
     stream = submission.cuda.CUstream(torch.cuda.current_stream().cuda_stream)
     assert f._bind_panels(f._cute_args(torch.empty_like(a), a.new_empty((batch, n)))[0], stream) is not None
     bound = f(a)
