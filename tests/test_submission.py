@@ -1,4 +1,5 @@
 """custom_kernel end to end: the task's specs, odd shapes, dispatch, state and fallbacks."""
+import functools
 import threading
 import types
 
@@ -204,12 +205,13 @@ def _queued_kernels(batch: int, n: int, end: int, lookahead: bool, monkeypatch) 
               columns(update.col_lo, update.col_hi) | ({("buffer", y.data_ptr())} if not update.fused else set()),
               range(c // W, (c + width) // W))
 
-    def panel(t, c, stream):
+    def panel(t, c, stream, applies):
         # a panel writes its T (or, the second of a pair, the pair's T) and leaves its T in the scratch,
-        # which the second of a pair reads with the first one's reflectors
+        # which the next panel reads with the panel's reflectors where it applies them to its own columns
         merges = t.shape[-1] == 2 * W
-        queue(("panel", c), columns(c - W if merges else c, c + W) | {("buffer", "scratch")},
-              columns(c, c + W) | {("buffer", t.data_ptr())} | (set() if merges else {("buffer", "scratch")}))
+        queue(("panel", c), columns(c - W if applies else c, c + W) | {("buffer", "scratch")},
+              columns(c, c + W) | {("buffer", t.data_ptr())} | (set() if merges else {("buffer", "scratch")}),
+              [c // W - 1] if applies else [])
 
     f = object.__new__(submission.Factorization)
     f.plan = submission.Plan(False, W, n, 2, 512, True)
@@ -219,10 +221,10 @@ def _queued_kernels(batch: int, n: int, end: int, lookahead: bool, monkeypatch) 
     f.y_next, f.y_rest = torch.zeros(1), torch.zeros(1)
     f.size, f.side = torch.zeros(batch), _Stream("side")
     panels = -(-end // W)
-    merging = {step.c // W + 1: p % 2 for p, step in enumerate(f.steps) if step.pair}
+    merging, applying = submission.panel_roles(f.steps)
     f._cute_args = lambda h, tau: [(f.t_pair[merging[k]] if k in merging else f.t[k % 2],) for k in range(panels)]
     f._bind_panels = lambda cute_args, stream: None     # each panel launched with its own arguments
-    f.panels = [panel] * panels
+    f.panels = [functools.partial(panel, applies=k in applying) for k in range(panels)]
     f.tail_kernel = lambda *args: queue(("tail", end), columns(end, n), columns(end, n))
     monkeypatch.setattr(torch.cuda, "current_stream", lambda *args: current[0])
     monkeypatch.setattr(torch.cuda, "stream", _On)
@@ -253,6 +255,9 @@ def test_launch_updates_every_column_once_in_order_without_races(batch, n, end, 
     assert [step.c for step in steps] == [sum(2 * W if pair else W for pair in pairs[:i]) for i in range(len(steps))]
     assert any(pairs) == paired
     assert all(step.rest.fused for step in steps if step.pair)
+    # under look-ahead no update stands between two single panels: the second applies the first's reflector
+    singles = [(step, then) for step, then in zip(steps, steps[1:]) if not step.pair]
+    assert all((step.next is None and then.applies_previous) == lookahead for step, then in singles)
     # kernels on different streams that share data are ordered by the waits
     for i, first in enumerate(kernels):
         for then in kernels[i + 1:]:
@@ -265,7 +270,8 @@ def test_launch_updates_every_column_once_in_order_without_races(batch, n, end, 
     for kernel in kernels:
         if kernel["kind"][0] == "panel":
             c = kernel["kind"][1]
-            assert all(applied[j] == list(range(c // W)) for j in range(c, min(c + W, n))), c
+            before = list(range(c // W - len(kernel["reflectors"])))        # those it applies itself come last
+            assert all(applied[j] == before for j in range(c, min(c + W, n))), c
         elif kernel["kind"][0] == "tail":
             assert all(applied[j] == list(range(end // W)) for j in range(end, n))
         for j in range(n):
