@@ -177,9 +177,6 @@ TINY_EXPONENT = tl.constexpr(-64)
 TRITON_INTERPRETED = tl.constexpr(os.environ.get("TRITON_INTERPRET") == "1")
 STAGE_BLOCK = (32, 128)     # rows x columns of a staging / lift tile
 STAGE_UNROLL = 8            # rows a warp's staging loop issues a trip (cp.async: no registers, all in flight)
-# terms of `_apply_previous`'s short dots in flight at once (loops over them not unrolled further, so that
-# the panel's registers stay those of its column steps: fully unrolled, 128 at 480 rows, 256 threads, not 80)
-PROLOGUE_UNROLL = 4
 DOT_CHAINS = 4              # partial sums of a lane's dot product over its slots: independent FMA chains
 # (16-row, 8-column) mma tiles of V^T V on or above its diagonal
 GRAM_TILES = ((0, 0), (0, 1), (0, 2), (0, 3), (1, 2), (1, 3))
@@ -664,9 +661,7 @@ if cutlass is not None:
         at c - width, its T left in the scratch) and writes their merged block reflector instead:
             (I - V1 T1 V1^T)(I - V2 T2 V2^T) = I - [V1 V2] [[T1, T12], [0, T2]] [V1 V2]^T,
             T12 = -T1 (V1^T V2) T2,
-        the 2 width x 2 width T into mT[b] (`_merge_pair`). With `applies_previous` the panel first
-        applies the previous panel's block reflector (at c - width, its T left in the scratch) to its
-        own columns, rows [c - width, n), as the trailing update would have (`_apply_previous`).
+        the 2 width x 2 width T into mT[b] (`_merge_pair`).
 
         Work split: one matrix per cluster of `cluster` CTAs, each holding a
         contiguous block of the panel's rows in shared memory, column-major
@@ -727,7 +722,7 @@ if cutlass is not None:
         """
 
         def __init__(self, rows: int, width: int, cluster: int, threads: int, form_t: bool, resident: bool,
-                     merges: bool = False, applies_previous: bool = False):
+                     merges: bool = False):
             self.rows = rows                    # rows a CTA can hold; n is read from mH at run time
             self.width = width
             self.cluster = cluster
@@ -741,12 +736,9 @@ if cutlass is not None:
             self.finish_at_end = cluster == 1 and form_t    # sGram holds the columns' (beta, lift, scale)
             self.paired = self.finish_at_end and not self.resident      # `_column_pairs`
             self.merges = merges
-            self.applies_previous = applies_previous
-            self.slot_cross = SLOT_GRAM + width * width     # cluster scratch: a CTA's part of V1^T V2, ...
-            self.slot_t = SLOT_GRAM + 2 * width * width     # ... T, for the next panel, ...
-            self.slot_y = SLOT_GRAM + 3 * width * width     # ... and its part of V1^T A (`_apply_previous`)
+            self.slot_cross = SLOT_GRAM + width * width     # cluster scratch: a CTA's part of V1^T V2 ...
+            self.slot_t = SLOT_GRAM + 2 * width * width     # ... and T, for the second panel of a pair
             assert form_t or not merges, "a pair's merged T needs the second panel's T"
-            assert form_t or not applies_previous, "the previous panel's T is left in the scratch by `_form_t`"
             assert not merges or self.ld >= 2 * width, "sP holds V1^T V2 and T1 for the merge"
             assert cluster == 1 or form_t, "a cluster panel ends with T's cluster barrier, after every CTA's last wait"
 
@@ -822,8 +814,6 @@ if cutlass is not None:
 
             self._stage(mA, sP, b, r0, nloc, c, w, lane, warp)
             self._sync()                # a cluster's mbarriers are initialized before any CTA stores into another
-            if cutlass.const_expr(self.applies_previous):
-                self._apply_previous(mA, mH, sP, sGram, sT, mScratch, b, rank, r0, nloc, c, w, tidx, lane, warp)
 
             rV = cute.make_rmem_tensor(self.rows_per_lane, cutlass.Float32)   # v of column j
             rA = cute.make_rmem_tensor(self.rows_per_lane, cutlass.Float32)   # the column being updated
@@ -1438,117 +1428,9 @@ if cutlass is not None:
                                 mScratch[b, 0, self.slot_t + p] = sT[j, i]
 
         @cute.jit
-        def _apply_previous(self, mA, mH, sP, sGram, sT, mScratch, b, rank, r0, nloc, c, w, tidx, lane, warp):
-            """A := A - V1 T1^T V1^T A for this panel's w columns, rows [c - width, n): the block reflector of
-            the panel at c - width (V1 in mA, unit lower triangular from row c - width; T1 left in the scratch
-            by that panel's `_form_t`), as the trailing update applies it. Rows [c - width, c) are the block
-            of R above this panel, in global memory; the CTAs' rows are the staged panel in sP.
-
-            Y = V1^T A: the CTA's rows on tensor cores (`_cross_gram` of the staged columns, into sT
-            transposed), rank 0 adding rows [c - width, c) in float32 FMA: V1's unit triangle (into sGram)
-            against the block above the panel. A cluster's parts meet in the scratch (`slot_y`), every CTA
-            adding them in rank order (the same Y in every CTA). Z = T1^T Y in float32 FMA (T1 upper
-            triangular: its zeros add nothing) into sGram; then A[r, :] -= V1[r, :] Z for each of the CTA's
-            rows, a thread a row, and rank 0's block above the panel likewise, a thread an entry. The short
-            dots' loops keep PROLOGUE_UNROLL terms in flight. Ends with a CTA barrier.
-            """
-            W = self.width
-            top = c - W
-            self._cross_gram(mA, sP, sT, b, r0, nloc, c, lane, warp, factored=False)     # ends with a barrier
-
-            # ----- rank 0: V1's rows [c - W, c) into sGram, their part of Y -----
-            if rank == 0:
-                for p in cutlass.range(tidx, W * W, self.threads):
-                    i = p // W
-                    r = p - i * W           # lanes over rows: sGram[r, i] without bank conflicts
-                    sGram[r, i] = self._v1_top_entry(mA, b, top, r, i)
-                cute.arch.sync_threads()
-                for p in cutlass.range(tidx, W * W, self.threads):
-                    i = p // W
-                    j = p - i * W           # lanes over columns: coalesced loads, sT[j, i] without bank conflicts
-                    col = c + cutlass.min(j, w - 1)         # (columns from w on are not written back)
-                    y = sT[j, i]
-                    for r in cutlass.range(W, unroll=PROLOGUE_UNROLL):
-                        y = y + sGram[r, i] * mA[b, top + r, col]
-                    sT[j, i] = y
-            # ----- a cluster's parts of Y, added in rank order -----
-            if cutlass.const_expr(self.cluster > 1):
-                for p in cutlass.range(tidx, W * W, self.threads):
-                    i = p // W
-                    j = p - i * W
-                    mScratch[b, rank, self.slot_y + p] = sT[j, i]
-                self._sync()
-                for p in cutlass.range(tidx, W * W, self.threads):
-                    i = p // W
-                    j = p - i * W
-                    y = cutlass.Float32(0.0)
-                    for g in cutlass.range_constexpr(self.cluster):
-                        y = y + mScratch[b, g, self.slot_y + p]
-                    sT[j, i] = y
-            cute.arch.sync_threads()
-
-            # ----- T1 into sGram (free once Y is summed), Z = T1^T Y into sT (sT[i, j] = Z[i, j]: a row's dots
-            # below read column j's entries together) -----
-            for p in cutlass.range(tidx, W * W, self.threads):
-                t_row = p // W
-                sGram[t_row, p - t_row * W] = mScratch[b, 0, self.slot_t + p]
-            cute.arch.sync_threads()
-            per_thread = W * W // self.threads
-            assert per_thread * self.threads == W * W
-            rZ = cute.make_rmem_tensor(per_thread, cutlass.Float32)
-            for e in cutlass.range_constexpr(per_thread):
-                entry = tidx + e * self.threads
-                z_col = entry // W
-                z_row = entry - z_col * W       # lanes over rows: T1[l, i] without bank conflicts, Y[l, j] one broadcast
-                z = cutlass.Float32(0.0)
-                for l in cutlass.range(W, unroll=PROLOGUE_UNROLL):
-                    z = z + sGram[l, z_row] * sT[z_col, l]
-                rZ[e] = z
-            cute.arch.sync_threads()
-            for e in cutlass.range_constexpr(per_thread):
-                entry = tidx + e * self.threads
-                z_col = entry // W
-                sT[entry - z_col * W, z_col] = rZ[e]
-            cute.arch.sync_threads()
-
-            # ----- A -= V1 Z: the CTA's rows in sP, rank 0's rows [c - W, c) in global memory -----
-            half = W // 2
-            rV1 = cute.make_rmem_tensor(half, cutlass.Float32)
-            for r in cutlass.range(tidx, nloc, self.threads):
-                for part in cutlass.range_constexpr(2):         # V1's columns a half at a time
-                    for i in cutlass.range_constexpr(half):
-                        rV1[i] = mA[b, r0 + r, top + half * part + i]
-                    for j in cutlass.range(W):
-                        x = sP[r, j]
-                        for i in cutlass.range_constexpr(half):
-                            x = x - rV1[i] * sT[half * part + i, j]
-                        sP[r, j] = x
-            if rank == 0:
-                for p in cutlass.range(tidx, w * W, self.threads):
-                    j = p // W
-                    r = p - j * W           # lanes over rows; Z[i, j] one broadcast
-                    x = mA[b, top + r, c + j]
-                    for i in cutlass.range(W, unroll=PROLOGUE_UNROLL):
-                        x = x - self._v1_top_entry(mA, b, top, r, i) * sT[i, j]
-                    mH[b, top + r, c + j] = x
-            cute.arch.sync_threads()
-
-        @cute.jit
-        def _v1_top_entry(self, mA, b, top, r, i):
-            """V1[top + r, top + i] of the panel at top: 1 on its diagonal, 0 above it (R there, maybe inf, never
-            meets a product), the stored v below."""
-            v = mA[b, top + r, top + i]
-            if r == i:
-                v = cutlass.Float32(1.0)
-            if r < i:
-                v = cutlass.Float32(0.0)
-            return v
-
-        @cute.jit
-        def _cross_gram(self, mA, sP, sCross, b, r0, nloc, c, lane, warp, factored: bool = True):
+        def _cross_gram(self, mA, sP, sCross, b, r0, nloc, c, lane, warp):
             """sCross[j, i] := (V1^T V2)[i, j] over this CTA's rows, V1 the reflectors of the panel at c - width
-            (read from mA: below its diagonal at every row >= c) and V2 this panel's (`_v_entry`), or, not
-            `factored`, this panel's columns as staged in sP (zeros at rows [nloc, ld)).
+            (read from mA: below its diagonal at every row >= c, where V2 is not 0) and V2 this panel's (`_v_entry`).
 
             Every warp takes row chunks of 16 in turn, as `_gram` does, with V1 as
             the A operand and V2 as the B operand, the same six products a tile.
@@ -1588,13 +1470,8 @@ if cutlass is not None:
                         second = [[None, None] for _ in "bms"]             # V2's column group nt, both halves
                         for half in cutlass.range_constexpr(2):
                             row = q + 2 * pair + 8 * half
-                            col = group + 8 * nt
-                            if cutlass.const_expr(factored):
-                                split = _bf16_split(self._v_entry(sP, row, col, r0, nloc, c),
-                                                    self._v_entry(sP, row + 1, col, r0, nloc, c))
-                            else:
-                                split = _bf16_split(self._staged_entry(sP, row, col, nloc),
-                                                    self._staged_entry(sP, row + 1, col, nloc))
+                            split = _bf16_split(self._v_entry(sP, row, group + 8 * nt, r0, nloc, c),
+                                                self._v_entry(sP, row + 1, group + 8 * nt, r0, nloc, c))
                             for k in cutlass.range_constexpr(3):
                                 second[k][half] = split[k]
                         acc = [rC[4 * nt], rC[4 * nt + 1], rC[4 * nt + 2], rC[4 * nt + 3]]
@@ -1615,16 +1492,6 @@ if cutlass is not None:
                                 else:
                                     sCross[j, i] = sCross[j, i] + rC[4 * nt + e]
                     cute.arch.sync_threads()
-
-        @cute.jit
-        def _staged_entry(self, sP, r, col, nloc):
-            """The staged panel's A[r, col] (local row r), 0 at rows >= nloc: behind a test, as `_v_entry`'s
-            loads are, so that the compiler does not hoist every chunk's loads into registers at once (as
-            plain loads, `_cross_gram` took 127 registers at 480 rows, 256 threads, against 80)."""
-            x = cutlass.Float32(0.0)
-            if r < nloc:
-                x = sP[r, col]
-            return x
 
         @cute.jit
         def _v1_entry(self, mA, b, r, col, r0, nloc, c):
@@ -2049,8 +1916,6 @@ class Plan:
     `resident`: a launch has at most one CTA per SM, so its warps may keep
     their columns in registers without costing occupancy. `merges`: the
     panel is the second of a pair and forms the pair's merged T.
-    `applies_previous`: the panel first applies the previous panel's block
-    reflector to its own columns.
     """
 
     square: bool
@@ -2060,7 +1925,6 @@ class Plan:
     threads: int
     resident: bool
     merges: bool = False
-    applies_previous: bool = False
 
 
 def columns_fit_registers(rows: int, width: int, threads: int) -> bool:
@@ -2080,9 +1944,9 @@ def launches_eagerly(batch: int, n: int, plan: Plan) -> bool:
 
 def scratch_slots(width: int) -> int:
     """Floats of global cluster scratch a CTA publishes (once a panel, or for rescaled norms):
-    rescaled |x|^2, width^2 Gram entries, width^2 entries of a pair's V1^T V2, (rank 0) the panel's
-    T, which the next panel reads, and width^2 entries of V1^T A (`applies_previous`)."""
-    return SLOT_GRAM + 4 * width * width
+    rescaled |x|^2, width^2 Gram entries, width^2 entries of a pair's V1^T V2 and (rank 0) the
+    panel's T, which the second panel of a pair reads."""
+    return SLOT_GRAM + 3 * width * width
 
 
 def exchange_floats(width: int, cluster: int) -> int:
@@ -2121,7 +1985,7 @@ def blocked_plan(n: int, cluster: int, resident: bool) -> Plan:
     return Plan(False, PANEL_WIDTH, rows, cluster, _pick(PANEL_THREADS, cluster), resident)
 
 
-def panel_plan(plan: Plan, n: int, c: int, merges: bool = False, applies_previous: bool = False) -> Plan:
+def panel_plan(plan: Plan, n: int, c: int, merges: bool = False) -> Plan:
     """The plan of the panel at column c: CTAs that hold only the n - c rows left (per cluster CTA),
     rounded up to PANEL_ROW_STEP (PANEL_ROW_STEP_SHARED where CTAs share SMs, and then PANEL_NARROW's
     threads once few rows are left); a one-wave cluster plan's panel on one CTA a matrix once
@@ -2129,8 +1993,6 @@ def panel_plan(plan: Plan, n: int, c: int, merges: bool = False, applies_previou
     least 2 width rows: its shared memory keeps V1^T V2 and T1 for the merge."""
     if plan.square:
         return plan
-    if applies_previous:
-        return replace(panel_plan(plan, n, c, merges), applies_previous=True)
     if merges:
         plan = replace(panel_plan(plan, n, c), merges=True)
         return replace(plan, rows=max(plan.rows, 2 * plan.width))
@@ -2226,7 +2088,7 @@ def _panel_kernel(plan: Plan, args: tuple, by_pointers: bool = False):
             panel = BlockedSquareQR(plan.rows, plan.width, plan.threads, SQUARE_BLOCK, plan.cluster)
         else:
             panel = HouseholderPanel(plan.rows, plan.width, plan.cluster, plan.threads, not plan.square,
-                                     plan.resident, plan.merges, plan.applies_previous)
+                                     plan.resident, plan.merges)
         fn = _COMPILED[key] = cute.compile(SquareByPointers(panel) if by_pointers else panel, *args)
     return fn
 
@@ -2260,16 +2122,15 @@ def _update(batch: int, n: int, c: int, col_lo: int, col_hi: int, block_n: int, 
 @dataclass(frozen=True)
 class Step:
     """One step of a blocked factorization: the panel at c, or with `pair` the panels at c and
-    c + PANEL_WIDTH merged into one block reflector (the second panel applies the first one's reflector
-    to its own columns); then the step's block reflector on `next` (look-ahead: the columns of the next
-    step's panels) and on `rest`, the columns beyond. `applies_previous`: the step's panel applies the
-    previous step's reflector to its own columns, instead of that step's `next` update."""
+    c + PANEL_WIDTH (`inner`: the first one's reflector on the second one's columns) merged into one
+    block reflector; then the step's block reflector on `next` (look-ahead: the columns of the next
+    step's panels) and on `rest`, the columns beyond."""
 
     c: int
     pair: bool
+    inner: Update | None
     next: Update | None
     rest: Update | None
-    applies_previous: bool = False
 
 
 def schedule(batch: int, n: int, end: int, lookahead: bool, sms: int) -> list[Step]:
@@ -2278,46 +2139,32 @@ def schedule(batch: int, n: int, end: int, lookahead: bool, sms: int) -> list[St
 
     Without look-ahead a step updates all columns right of its panels. With
     it, a step updates the next step's panel columns first and the rest
-    apart (on a side stream, see `Factorization.launch`); a single step
-    followed by another leaves the next panel's columns to that panel,
-    which applies the step's reflector itself (`applies_previous`), so no
-    launch stands between two panels. While the trailing matrices hold at
-    least PAIR_MIN_BYTES, two panels fit before `end` and the rest update
-    would be one fused launch, steps take pairs of panels; under look-ahead
-    a pair updates the next two panels' columns first, so that the next
-    pair needs no wait for the rest update before it. Pairs come first:
-    once a step is single, all later ones are.
+    apart (on a side stream, see `Factorization.launch`). While the
+    trailing matrices hold at least PAIR_MIN_BYTES, two panels fit before
+    `end` and the rest update would be one fused launch, steps take pairs
+    of panels; under look-ahead a pair updates the next two panels' columns
+    first, so that the next pair's first panel and its inner update need
+    no wait for the rest update before it. Pairs come first: once a step is
+    single, all later ones are.
     """
     W = PANEL_WIDTH
 
-    def step(c: int, pair: bool, applies_previous: bool) -> Step:
+    def step(c: int, pair: bool) -> Step:
         width = 2 * W if pair else W
         split = min(c + 2 * width, n) if lookahead else c + width
-        hands_on = lookahead and not pair and c + W < end       # the next panel applies this reflector
-        return Step(c, pair, None if hands_on else _update(batch, n, c, c + width, split, LOOKAHEAD_BLOCK_N, sms),
-                    _update(batch, n, c, split, n, TRAIL_BLOCK_N, sms), applies_previous)
+        return Step(c, pair, _update(batch, n, c, c + W, c + 2 * W, LOOKAHEAD_BLOCK_N, sms) if pair else None,
+                    _update(batch, n, c, c + width, split, LOOKAHEAD_BLOCK_N, sms),
+                    _update(batch, n, c, split, n, TRAIL_BLOCK_N, sms))
 
     steps = []
     c = 0
     pairs = True
     while c < end:
-        paired = (step(c, True, False) if pairs and c + 2 * W <= end and batch * (n - c) ** 2 * 4 >= PAIR_MIN_BYTES
-                  else None)
+        paired = step(c, True) if pairs and c + 2 * W <= end and batch * (n - c) ** 2 * 4 >= PAIR_MIN_BYTES else None
         pairs = paired is not None and paired.rest is not None and paired.rest.fused
-        handed = lookahead and bool(steps) and not steps[-1].pair
-        steps.append(paired if pairs else step(c, False, handed))
+        steps.append(paired if pairs else step(c, False))
         c += 2 * W if pairs else W
     return steps
-
-
-def panel_roles(steps: list[Step]) -> tuple[dict[int, int], set[int]]:
-    """(merging, applying) of a schedule's panels, by index: a pair's second panel merges the pair's T
-    (into the pair T buffer of its step's parity: merging[k]), and applies its first panel's reflector,
-    as a single step's panel does with `applies_previous`."""
-    W = PANEL_WIDTH
-    merging = {step.c // W + 1: p % 2 for p, step in enumerate(steps) if step.pair}
-    applying = set(merging) | {step.c // W for step in steps if step.applies_previous}
-    return merging, applying
 
 
 # whether a compiled kernel's launcher takes every parameter in order (earlier releases: all but constexprs)
@@ -2498,10 +2345,9 @@ class Factorization:
     cluster scratch and V^T C partials for blocked plans. Blocked plans stage
     the input with a kernel that also finds each matrix's largest entry, so
     that tiny matrices are lifted before the tensor-core updates (`_lift`).
-    An eager call whose first step's update is one fused launch
-    (`reads_input`) stages only the first step's panel columns of a
-    contiguous input (`staged_columns`): that update reads the rest from
-    the input itself, which saves
+    An eager call whose first panel's update is one fused launch
+    (`reads_input`) stages only the first panel's columns of a contiguous
+    input: that update reads the rest from the input itself, which saves
     writing a staged copy of the matrices per call (the staging kernel still
     reads them all for their largest entries). With `lookahead`
     (by default for cluster plans with n >= LOOKAHEAD_MIN_N) the trailing
@@ -2521,13 +2367,12 @@ class Factorization:
             lookahead = plan.cluster > 1 and n >= LOOKAHEAD_MIN_N
         self.lookahead = lookahead and not plan.square
         self.reads_input = False
-        self.staged_columns = n
         self.tail = None if plan.square or not tail else square_tail(batch, n, sms, smem)
         end = n if self.tail is None else self.tail         # the panels' columns end here
         if plan.square:
             self.t = torch.zeros((2, batch, 1, 1), **zeros)     # not read by a square plan
             scratch = self.t[0]
-            self.steps = [Step(0, False, None, None)]
+            self.steps = [Step(0, False, None, None, None)]
             self.t_pair = None
             buffers = [self.t]
             self.reads_input = self.eager
@@ -2545,12 +2390,12 @@ class Factorization:
                              2 * width if pairs else width,
                              max([u.col_hi - u.col_lo for u in updates if u and not u.fused] or [1])),
                             **zeros)
-                for updates in ([step.next for step in self.steps], [step.rest for step in self.steps]))
+                for updates in ([u for step in self.steps for u in (step.inner, step.next)],
+                                [step.rest for step in self.steps]))
             self.side = torch.cuda.Stream(device)
             first = self.steps[0]
-            self.reads_input = self.eager and first.next is None and first.rest is not None and first.rest.fused
-            if self.reads_input:
-                self.staged_columns = first.rest.col_lo         # the first step's panels read them from h
+            self.reads_input = (self.eager and first.next is None and first.rest.fused
+                                and (first.inner is None or first.inner.fused))
             buffers = [self.size, self.t, scratch, self.y_next, self.y_rest]
             buffers += [self.t_pair] if pairs else []
         if not self.eager:
@@ -2559,7 +2404,7 @@ class Factorization:
         # each panel's T: single panels alternate between self.t's two buffers, a pair's second panel writes
         # the pair's merged T (`merges`)
         starts = range(0, end, width)
-        merging, applying = panel_roles(self.steps)
+        merging = {step.c // width + 1: p % 2 for p, step in enumerate(self.steps) if step.pair}
         t_of_panel = [self.t_pair[merging[k]] if k in merging else self.t[k % 2] for k in range(len(starts))]
         buffers_t = {t.data_ptr(): t for t in t_of_panel}
         views = {ptr: _cute_tensor(t) for ptr, t in buffers_t.items()}
@@ -2573,7 +2418,7 @@ class Factorization:
         else:
             cute_args = self._cute_args(h, tau)
             self.cute_args = None if self.eager else cute_args
-            self.panels = [_panel_kernel(panel_plan(plan, n, c, merges=k in merging, applies_previous=k in applying),
+            self.panels = [_panel_kernel(panel_plan(plan, n, c, merges=k in merging),
                                          (*cute_args[k], cutlass.Int32(c), stream))
                            for k, c in enumerate(starts)]
             # converted once: each panel's T (views no launch converts again, one a buffer) and c
@@ -2658,19 +2503,18 @@ class Factorization:
         blocked plan's h holds the first panel's columns, the first step's updates reading the others from
         source.
 
-        With look-ahead, panel k's reflector updates the rest of the trailing
-        matrix on the side stream, and panel k+1, on the current stream,
-        applies it to its own columns (`applies_previous`) and is factored
-        while that update runs; panel k+1 first waits for the last rest update
-        that reached its columns (panel k-1's), and T alternates between two
-        buffers. A pair step factors panel k and panel k+1, whose kernel
-        applies panel k's reflector to its columns and merges the two T
-        (`merges`; on the current stream, while the previous rest update
-        runs), then applies the merged reflector to the next pair's columns
-        (`next`, after that rest update) and to the rest on the side stream;
-        without look-ahead, to all columns right of the pair. Its T alternates
-        between two buffers too: step p+2's second panel writes it after step
-        p+1 waited for step p's rest update.
+        With look-ahead, panel k's reflector updates the next panel's columns
+        on the current stream and the rest of the trailing matrix on the side
+        stream, so panel k+1 is factored while that update runs; the next
+        panel's update waits for the previous rest update (its columns were
+        in it), and T alternates between two buffers. A pair step factors
+        panel k, updates panel k+1's columns with it and factors panel k+1,
+        whose kernel merges the two T (`merges`; all on the current stream,
+        while the previous rest update runs), then applies the merged reflector to the next pair's
+        columns (after that rest update) and to the rest on the side stream;
+        without look-ahead, to all columns right of the pair. Its T
+        alternates between two buffers too: step p+2's second panel writes
+        it after step p+1 waited for step p's rest update.
         """
         main = torch.cuda.current_stream()
         stream = cuda.CUstream(main.cuda_stream)
@@ -2683,30 +2527,23 @@ class Factorization:
             cute_args = self._cute_args(h, tau)
         bound = self._bind_panels(cute_args[0], stream)
         if not self.plan.square:
-            _lift(h, self.size, inverse=False, col_end=None if source is None else self.staged_columns)
+            _lift(h, self.size, inverse=False, col_end=None if source is None else self.plan.width)
             self.side.wait_stream(main)
         W = self.plan.width
-        rests = []          # (first column, done event) of the rest updates queued on the side stream, in order
-
-        def after_rests(col: int) -> None:
-            """The current stream waits for the last rest update that reached column col (and so all before it)."""
-            done = next((event for col_lo, event in reversed(rests) if col_lo <= col), None)
-            if done is not None:
-                main.wait_event(done)
-
+        rest_done = None
         for p, step in enumerate(self.steps):
             step_source = None if source is None or p > 0 else (source, self.size)   # the first step's updates read it
             k = step.c // W                 # the step's (first) panel
-            if step.applies_previous:
-                after_rests(step.c)
             self._launch_panel(k, bound, cute_args, stream)
             t, width = self.t[k % 2], W
             if step.pair:
-                self._launch_panel(k + 1, bound, cute_args, stream)     # panel k's reflector on it, the pair's T
+                _apply_block_reflector(h, self.y_next, t, step.c, W, step.inner, step_source)
+                self._launch_panel(k + 1, bound, cute_args, stream)     # and the pair's T
                 t, width = self.t_pair[p % 2], 2 * W
             reflector_done = main.record_event() if self.lookahead else None
             if step.next:
-                after_rests(step.next.col_lo)
+                if rest_done is not None:
+                    main.wait_event(rest_done)
                 _apply_block_reflector(h, self.y_next, t, step.c, width, step.next)
             if step.rest and not self.lookahead:
                 _apply_block_reflector(h, self.y_rest, t, step.c, width, step.rest, step_source)
@@ -2714,7 +2551,7 @@ class Factorization:
                 self.side.wait_event(reflector_done)
                 with torch.cuda.stream(self.side):
                     _apply_block_reflector(h, self.y_rest, t, step.c, width, step.rest)
-                rests.append((step.rest.col_lo, self.side.record_event()))
+                rest_done = self.side.record_event()
         if not self.plan.square:
             main.wait_stream(self.side)
             if self.tail is not None:
@@ -2731,7 +2568,7 @@ class Factorization:
                 out = data.new_empty((batch, n, n)), data.new_empty((batch, n))
                 source = data if self.reads_input and data.is_contiguous() else None
                 if source is None or not self.plan.square:
-                    self.stage(data, out[0], None if source is None else self.staged_columns)
+                    self.stage(data, out[0], None if source is None else self.plan.width)
                 self.launch(*out, source)
             else:
                 if self.graph is None and self.captures_left > 0:

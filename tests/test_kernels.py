@@ -158,48 +158,6 @@ def test_second_panel_of_a_pair_merges_their_t(batch, n, cluster, c, resident):
     assert (merged.double() - expected).abs().max() <= PANEL_RTOL * expected.abs().max()
 
 
-@pytest.mark.parametrize("batch,n,cluster,c,resident,pair", [
-    (2, 300, 1, 0, False, False), (3, 512, 1, 64, False, True), (2, 300, 1, 256, False, False),
-    (2, 600, 1, 128, True, False), (2, 600, 2, 256, True, True), (2, 1100, 4, 512, True, False),
-    (2, 2048, 8, 96, True, False), (1, 1000, 16, 32, True, False),
-])
-def test_panel_applies_the_previous_reflector_as_the_update_would(batch, n, cluster, c, resident, pair):
-    # the panel at c + WIDTH (`applies_previous`) first applies the reflector of the panel at c to its own
-    # columns, rows from c: the same factorization as the block update of those columns, then a plain panel
-    torch.manual_seed(n + c)
-    a = torch.randn((batch, n, n), device="cuda")
-    blocked = submission.blocked_plan(n, cluster, resident)
-    stream = submission.cuda.CUstream(torch.cuda.current_stream().cuda_stream)
-    results = []
-    for applies in (False, True):
-        h = a.clone()
-        tau = torch.zeros((batch, n), device="cuda")
-        first = torch.zeros((batch, WIDTH, WIDTH), device="cuda")
-        second = torch.zeros((batch, 2 * WIDTH, 2 * WIDTH) if pair else (batch, WIDTH, WIDTH), device="cuda")
-        scratch = torch.zeros((batch, cluster, submission.scratch_slots(WIDTH)), device="cuda")
-        for panel_c, t, later in ((c, first, False), (c + WIDTH, second, True)):
-            plan = submission.panel_plan(blocked, n, panel_c, merges=pair and later, applies_previous=applies and later)
-            args = tuple(submission._cute_tensor(x) for x in (h, h, tau, t, scratch))
-            args += (submission.cutlass.Int32(panel_c), stream)
-            submission._panel_kernel(plan, args)(*args)
-            if not later and not applies:
-                update = submission.Update(c + WIDTH, c + 2 * WIDTH, 1, submission.LOOKAHEAD_BLOCK_N, True)
-                submission._apply_block_reflector(h, None, first, c, WIDTH, update)
-        torch.cuda.synchronize()
-        results.append((h, tau, second))
-    (want_h, want_tau, want_t), (got_h, got_tau, got_t) = results
-    w = min(WIDTH, n - c - WIDTH)
-    cols = slice(c + WIDTH, c + WIDTH + w)
-    scale = want_h[:, c:, cols].abs().max()
-    assert (got_h[:, c:, cols] - want_h[:, c:, cols]).abs().max() <= PANEL_RTOL * scale
-    assert torch.allclose(got_tau, want_tau, rtol=PANEL_RTOL, atol=PANEL_RTOL)
-    assert (got_t - want_t).abs().max() <= PANEL_RTOL * want_t.abs().max()
-    untouched = torch.ones_like(a, dtype=torch.bool)
-    untouched[:, c:, c:c + WIDTH + w] = False
-    assert torch.equal(got_h[untouched], a[untouched])
-    assert torch.equal(got_h[:, :, c:c + WIDTH], want_h[:, :, c:c + WIDTH])
-
-
 @triton.jit
 def _split_kernel(x_ptr, hi_ptr, lo_ptr, N: tl.constexpr):
     i = tl.arange(0, N)

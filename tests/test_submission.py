@@ -1,5 +1,4 @@
 """custom_kernel end to end: the task's specs, odd shapes, dispatch, state and fallbacks."""
-import functools
 import threading
 import types
 
@@ -205,13 +204,12 @@ def _queued_kernels(batch: int, n: int, end: int, lookahead: bool, monkeypatch) 
               columns(update.col_lo, update.col_hi) | ({("buffer", y.data_ptr())} if not update.fused else set()),
               range(c // W, (c + width) // W))
 
-    def panel(t, c, stream, applies):
+    def panel(t, c, stream):
         # a panel writes its T (or, the second of a pair, the pair's T) and leaves its T in the scratch,
-        # which the next panel reads with the panel's reflectors where it applies them to its own columns
+        # which the second of a pair reads with the first one's reflectors
         merges = t.shape[-1] == 2 * W
-        queue(("panel", c), columns(c - W if applies else c, c + W) | {("buffer", "scratch")},
-              columns(c, c + W) | {("buffer", t.data_ptr())} | (set() if merges else {("buffer", "scratch")}),
-              [c // W - 1] if applies else [])
+        queue(("panel", c), columns(c - W if merges else c, c + W) | {("buffer", "scratch")},
+              columns(c, c + W) | {("buffer", t.data_ptr())} | (set() if merges else {("buffer", "scratch")}))
 
     f = object.__new__(submission.Factorization)
     f.plan = submission.Plan(False, W, n, 2, 512, True)
@@ -221,10 +219,10 @@ def _queued_kernels(batch: int, n: int, end: int, lookahead: bool, monkeypatch) 
     f.y_next, f.y_rest = torch.zeros(1), torch.zeros(1)
     f.size, f.side = torch.zeros(batch), _Stream("side")
     panels = -(-end // W)
-    merging, applying = submission.panel_roles(f.steps)
+    merging = {step.c // W + 1: p % 2 for p, step in enumerate(f.steps) if step.pair}
     f._cute_args = lambda h, tau: [(f.t_pair[merging[k]] if k in merging else f.t[k % 2],) for k in range(panels)]
     f._bind_panels = lambda cute_args, stream: None     # each panel launched with its own arguments
-    f.panels = [functools.partial(panel, applies=k in applying) for k in range(panels)]
+    f.panels = [panel] * panels
     f.tail_kernel = lambda *args: queue(("tail", end), columns(end, n), columns(end, n))
     monkeypatch.setattr(torch.cuda, "current_stream", lambda *args: current[0])
     monkeypatch.setattr(torch.cuda, "stream", _On)
@@ -255,9 +253,6 @@ def test_launch_updates_every_column_once_in_order_without_races(batch, n, end, 
     assert [step.c for step in steps] == [sum(2 * W if pair else W for pair in pairs[:i]) for i in range(len(steps))]
     assert any(pairs) == paired
     assert all(step.rest.fused for step in steps if step.pair)
-    # under look-ahead no update stands between two single panels: the second applies the first's reflector
-    singles = [(step, then) for step, then in zip(steps, steps[1:]) if not step.pair]
-    assert all((step.next is None and then.applies_previous) == lookahead for step, then in singles)
     # kernels on different streams that share data are ordered by the waits
     for i, first in enumerate(kernels):
         for then in kernels[i + 1:]:
@@ -270,8 +265,7 @@ def test_launch_updates_every_column_once_in_order_without_races(batch, n, end, 
     for kernel in kernels:
         if kernel["kind"][0] == "panel":
             c = kernel["kind"][1]
-            before = list(range(c // W - len(kernel["reflectors"])))        # those it applies itself come last
-            assert all(applied[j] == before for j in range(c, min(c + W, n))), c
+            assert all(applied[j] == list(range(c // W)) for j in range(c, min(c + W, n))), c
         elif kernel["kind"][0] == "tail":
             assert all(applied[j] == list(range(end // W)) for j in range(end, n))
         for j in range(n):
