@@ -97,11 +97,12 @@ def stamped_module():
     panel = panel.replace("\n        @cute.jit\n        def _load_column(", STAMP_METHOD, 1)
     assert head.count("\n    @dsl_user_op\n    def _wait_acquire_cluster(") == 1
     head = head.replace("\n    @dsl_user_op\n    def _wait_acquire_cluster(", CLOCK, 1)
-    constants = (f"STAMP_BASE = {{}}\nPANEL_STAMPS = {PANEL_STAMPS!r}\nSTEP_STAMPS = {STEP_STAMPS}\n")
+    # the stamps' slots come past the scratch the kernels use (read when the kernels are traced)
+    constants = (f"STAMP_BASE = scratch_slots(PANEL_WIDTH)\nPANEL_STAMPS = {PANEL_STAMPS!r}\n"
+                 f"STEP_STAMPS = {STEP_STAMPS}\n")
     module_text = head + panel + tail
-    module_text = module_text.replace("\n# ---------------------------------------------------------------------------\n# CuTe:",
-                                      "\n" + constants.format("SLOT_GRAM + 3 * PANEL_WIDTH * PANEL_WIDTH")
-                                      + "\n# ---------------------------------------------------------------------------\n# CuTe:", 1)
+    assert module_text.count("\n\ndef exchange_floats(") == 1
+    module_text = module_text.replace("\n\ndef exchange_floats(", "\n\n" + constants + "\n\ndef exchange_floats(", 1)
     path = ROOT / "scratchpad" / "stamped_submission.py"
     path.parent.mkdir(exist_ok=True)
     path.write_text(module_text)
