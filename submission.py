@@ -180,6 +180,9 @@ STAGE_UNROLL = 8            # rows a warp's staging loop issues a trip (cp.async
 DOT_CHAINS = 4              # partial sums of a lane's dot product over its slots: independent FMA chains
 # (16-row, 8-column) mma tiles of V^T V on or above its diagonal
 GRAM_TILES = ((0, 0), (0, 1), (0, 2), (0, 3), (1, 2), (1, 3))
+# (split of A, of B) of the three-term bf16 splits (`_bf16_split`) that an mma tile sums, its smallest first:
+# all but small x small and the two small x middle terms, which fall below float32's rounding
+SPLIT_PRODUCTS = ((1, 1), (0, 2), (2, 0), (0, 1), (1, 0), (0, 0))
 WARP = 32
 # slots of a CTA's cluster scratch (see scratch_slots)
 SLOT_SCALED, SLOT_GRAM = 0, 1
@@ -1284,7 +1287,6 @@ if cutlass is not None:
             gram_warps = self._gram_warps()
             group = lane // 4
             pair = lane % 4
-            products = ((1, 1), (0, 2), (2, 0), (0, 1), (1, 0), (0, 0))   # (split of A, of B), a chunk's smallest first
             rG = cute.make_rmem_tensor(4 * len(GRAM_TILES), cutlass.Float32)
             for e in cutlass.range_constexpr(4 * len(GRAM_TILES)):
                 rG[e] = cutlass.Float32(0.0)
@@ -1305,8 +1307,8 @@ if cutlass is not None:
                 for t in cutlass.range_constexpr(len(GRAM_TILES)):
                     mt, nt = GRAM_TILES[t]
                     acc = [rG[4 * t], rG[4 * t + 1], rG[4 * t + 2], rG[4 * t + 3]]
-                    for p in cutlass.range_constexpr(len(products)):
-                        ka, kb = products[p]
+                    for p in cutlass.range_constexpr(len(SPLIT_PRODUCTS)):
+                        ka, kb = SPLIT_PRODUCTS[p]
                         a = [terms[ka][0][2 * mt], terms[ka][0][2 * mt + 1],
                              terms[ka][1][2 * mt], terms[ka][1][2 * mt + 1]]
                         acc = _mma_bf16(a, [terms[kb][0][nt], terms[kb][1][nt]], acc)
@@ -1449,7 +1451,6 @@ if cutlass is not None:
             assert W == 32, "the fragment mapping covers a 32 x 32 product"
             group = lane // 4
             pair = lane % 4
-            products = ((1, 1), (0, 2), (2, 0), (0, 1), (1, 0), (0, 0))   # (split of A, of B), a chunk's smallest first
             rC = cute.make_rmem_tensor(16, cutlass.Float32)                # n-tile nt's 16 x 8 sums in rC[4 nt:4 nt + 4]
             for mt in cutlass.range_constexpr(2):
                 for e in cutlass.range_constexpr(16):
@@ -1475,8 +1476,8 @@ if cutlass is not None:
                             for k in cutlass.range_constexpr(3):
                                 second[k][half] = split[k]
                         acc = [rC[4 * nt], rC[4 * nt + 1], rC[4 * nt + 2], rC[4 * nt + 3]]
-                        for p in cutlass.range_constexpr(len(products)):
-                            ka, kb = products[p]
+                        for p in cutlass.range_constexpr(len(SPLIT_PRODUCTS)):
+                            ka, kb = SPLIT_PRODUCTS[p]
                             a = [first[ka][0][0], first[ka][0][1], first[ka][1][0], first[ka][1][1]]
                             acc = _mma_bf16(a, [second[kb][0], second[kb][1]], acc)
                         for e in cutlass.range_constexpr(4):
