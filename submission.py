@@ -154,6 +154,12 @@ LOOKAHEAD_BLOCK_N = 32      # columns of a tile of the next panel's update
 # chain of panels that the updates hide behind) lost: 8x2048 -1%, 2x4096 +7%
 PAIR_MIN_BYTES = 64 << 20
 CAPTURE_MODE = "thread_local"   # other threads' CUDA calls are not captured and not refused
+# with look-ahead, a graph's chain of panels and next-panel updates is captured on a stream of this priority
+# (lower is higher; torch maps it into the device's range), above the side stream's trailing updates (the
+# default, the lowest). A captured kernel keeps its stream's priority, and torch 2.11 instantiates graphs to
+# run each kernel at it (earlier releases: at the replaying stream's), so the chain's CTAs take freed SMs
+# ahead of queued update CTAs
+CHAIN_PRIORITY = -1
 CAPTURE_ATTEMPTS = 3        # graph captures tried per shape before it stays on eager launches
 # blocked plans whose h holds at least this many bytes per panel launch eagerly into fresh outputs,
 # saving the graph's copies out where a panel's GPU time hides its launches' host time
@@ -2367,6 +2373,7 @@ class Factorization:
         if lookahead is None:           # where it paid on H200: clusters (idle SMs) and large trailing updates
             lookahead = plan.cluster > 1 and n >= LOOKAHEAD_MIN_N
         self.lookahead = lookahead and not plan.square
+        self.chain = torch.cuda.Stream(device, priority=CHAIN_PRIORITY) if self.lookahead and not self.eager else None
         self.reads_input = False
         self.tail = None if plan.square or not tail else square_tail(batch, n, sms, smem)
         end = n if self.tail is None else self.tail         # the panels' columns end here
@@ -2476,12 +2483,13 @@ class Factorization:
         self.panels[k].run_compiled_program(pointers)
 
     def _capture(self) -> torch.cuda.CUDAGraph | None:
-        """The launch sequence as a CUDA graph, or None if another thread's CUDA call broke the capture."""
+        """The launch sequence as a CUDA graph, or None if another thread's CUDA call broke the capture.
+        With look-ahead, captured on the `chain` stream (torch's own capture stream otherwise)."""
         self.captures_left -= 1
         stream = torch.cuda.current_stream()
         graph = torch.cuda.CUDAGraph()
         try:
-            with torch.cuda.graph(graph, capture_error_mode=CAPTURE_MODE):
+            with torch.cuda.graph(graph, stream=self.chain, capture_error_mode=CAPTURE_MODE):
                 self.launch()
         except Exception:       # the kernels ran eagerly just before: this is the capture's failure
             torch.cuda.set_stream(stream)       # a failed capture_end leaves the capture stream current

@@ -511,6 +511,42 @@ def test_lookahead_and_plain_launch_orders_both_factor(batch, n):
 
 
 @pytest.mark.gpu
+def test_lookahead_graph_captures_its_chain_above_its_trailing_updates(monkeypatch):
+    # 2 x 1100: look-ahead; the panels and next-panel updates are captured on the chain stream, the rest
+    # updates on the side stream, and the graph's kernel nodes keep those streams' priorities
+    cuda = submission.cuda
+    a = reference.generate_input(2, 1100, 1, 89, "dense")
+    f = submission.Factorization(2, 1100, a.device)
+    assert f.lookahead and f.graph is not None and f.chain.priority < f.side.priority
+    captured = []
+    graph, cuda_graph_class = torch.cuda.graph, torch.cuda.CUDAGraph
+
+    def recording_graph(cuda_graph, **kwargs):
+        captured.append(kwargs["stream"])
+        return graph(cuda_graph, **kwargs)
+
+    monkeypatch.setattr(torch.cuda, "CUDAGraph", lambda: cuda_graph_class(keep_graph=True))    # its nodes kept
+    monkeypatch.setattr(torch.cuda, "graph", recording_graph)
+    f.graph = f._capture()
+    assert captured == [f.chain]
+    raw = cuda.CUgraph(f.graph.raw_cuda_graph())
+    error, _, count = cuda.cuGraphGetNodes(raw, 0)
+    error, nodes, count = cuda.cuGraphGetNodes(raw, count)
+    assert error == cuda.CUresult.CUDA_SUCCESS
+    priorities = []
+    for node in nodes:
+        if cuda.cuGraphNodeGetType(node)[1] == cuda.CUgraphNodeType.CU_GRAPH_NODE_TYPE_KERNEL:
+            priority = cuda.CUkernelNodeAttrID.CU_LAUNCH_ATTRIBUTE_PRIORITY
+            error, value = cuda.cuGraphKernelNodeGetAttribute(node, priority)
+            assert error == cuda.CUresult.CUDA_SUCCESS
+            priorities.append(value.priority)
+    assert set(priorities) == {f.chain.priority, f.side.priority}
+    rests = sum(step.rest is not None for step in f.steps)
+    assert priorities.count(f.chain.priority) >= len(f.panels) and priorities.count(f.side.priority) >= rests
+    assert_factors(a, f(a))     # the graph's replay, instantiated on first use
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("lookahead", [True, False])
 @pytest.mark.parametrize("batch,n,pair_bytes,fuse_all", [
     (3, 300, 0, True), (2, 1100, 2 * 700 ** 2 * 4, True), (40, 1100, 0, False), (528, 256, 0, False),
