@@ -42,20 +42,28 @@ from cutlass.cute.nvgpu import cpasync, warpgroup  # noqa: E402
 from cutlass.cute.runtime import make_ptr  # noqa: E402
 from cutlass.utils import LayoutEnum, SmemAllocator  # noqa: E402
 
-BN = 64         # trailing columns a CTA owns: the M of one warpgroup's wgmma
 KC = 64         # rows of a chunk (four k-steps of 16)
-THREADS = 256   # two warpgroups, each N = W / 2 of Y^T
-PAD = 4         # floats after each strip column in shared memory (16-byte rows, fewer bank conflicts)
+WARPGROUP = 128
 
 
 class Projection:
-    """Y[b, col, :] = sum over rows r in [c, n) of C[b, r, col] V[b, r, :] for col in [c + W, n), 3xBF16."""
+    """Y[b, col, :] = sum over rows r in [c, n) of C[b, r, col] V[b, r, :] for col in [c + W, n), 3xBF16.
 
-    def __init__(self, batch: int, n: int, c: int, width: int, parts: str = "all"):
-        assert (n - c) % KC == 0 and (n - c - width) % BN == 0 and width % 16 == 0
+    As wgmma: Y^T (W x BN) += V^T (W x KC) C (KC x BN) per chunk, a warpgroup per 64 rows of Y^T; both
+    operands MN-major in shared memory (V's rows hold W contiguous bf16, C's rows BN floats)."""
+
+    def __init__(self, batch: int, n: int, c: int, width: int, columns: int = 32, ahead: int = 2,
+                 pad: int = 0, parts: str = "all"):
+        assert (n - c) % KC == 0 and (n - c - width) % columns == 0 and width % 64 == 0
         self.batch, self.n, self.c, self.width = batch, n, c, width
-        self.products = parts in ("all", "no-split")      # the parts timed apart: no products, or no split
-        self.split = parts in ("all", "no-products")
+        self.columns = columns          # BN: trailing columns a CTA owns (the wgmma's N)
+        self.ahead = ahead              # V's chunks in flight in registers
+        self.pad = pad                  # floats after each strip row in shared memory
+        self.threads = WARPGROUP * (width // 64)
+        # the parts timed apart: no products, no split, or no V (its copies left out; wrong results)
+        self.products = parts != "no-products"
+        self.split = parts != "no-split"
+        self.loads_v = parts != "no-v"
         self.chunks = (n - c) // KC
 
     @cute.jit
@@ -63,91 +71,94 @@ class Projection:
                  stream):
         """h (batch, n, n) float32, V's planes (batch, n, W) bfloat16 (rows from c on read), Y (batch, n, W)
         float32 (rows c + W on written): all contiguous, by their first element's address."""
-        W = self.width
+        W, BN = self.width, self.columns
         tiled_mma = sm90_utils.make_trivial_tiled_mma(
             cutlass.BFloat16, cutlass.BFloat16, warpgroup.OperandMajorMode.MN, warpgroup.OperandMajorMode.MN,
-            cutlass.Float32, (1, 2, 1), (BN, W // 2))
-        a_layout = sm90_utils.make_smem_layout_a(LayoutEnum.COL_MAJOR, (BN, W, KC), cutlass.BFloat16, 1)
-        b_layout = sm90_utils.make_smem_layout_b(LayoutEnum.COL_MAJOR, (BN, W, KC), cutlass.BFloat16, 2)
+            cutlass.Float32, (W // 64, 1, 1), (64, BN))
+        a_layout = sm90_utils.make_smem_layout_a(LayoutEnum.COL_MAJOR, (W, BN, KC), cutlass.BFloat16, 1)
+        b_layout = sm90_utils.make_smem_layout_b(LayoutEnum.COL_MAJOR, (W, BN, KC), cutlass.BFloat16, 1)
         self.kernel(mH, mVh, mVl, mY, tiled_mma, a_layout, b_layout).launch(
-            grid=((self.n - self.c - W) // BN, self.batch, 1), block=(THREADS, 1, 1), stream=stream)
+            grid=((self.n - self.c - W) // BN, self.batch, 1), block=(self.threads, 1, 1), stream=stream)
 
     @cute.kernel
     def kernel(self, mH: cute.Pointer, mVh: cute.Pointer, mVl: cute.Pointer, mY: cute.Pointer,
                tiled_mma: cute.TiledMma, a_layout: cute.ComposedLayout, b_layout: cute.ComposedLayout):
-        n, c, W = self.n, self.c, self.width
+        n, c, W, BN, T = self.n, self.c, self.width, self.columns, self.threads
         tidx, _, _ = cute.arch.thread_idx()
         tile, b, _ = cute.arch.block_idx()
         col0 = c + W + tile * BN
         rows = self.chunks * KC
 
         smem = SmemAllocator()
-        # the strip, (column, row): column-major so that a chunk is (BN, KC) like the A operand
-        sC = smem.allocate_tensor(cutlass.Float32, cute.make_layout((BN, rows), stride=(1, BN + PAD)), 16)
-        sAh = smem.allocate_tensor(cutlass.BFloat16, a_layout.outer, 1024, a_layout.inner)
-        sAl = smem.allocate_tensor(cutlass.BFloat16, a_layout.outer, 1024, a_layout.inner)
-        sBh = smem.allocate_tensor(cutlass.BFloat16, b_layout.outer, 1024, b_layout.inner)     # two chunks of V: (W, KC, 2)
-        sBl = smem.allocate_tensor(cutlass.BFloat16, b_layout.outer, 1024, b_layout.inner)
+        # the strip, (column, row): a chunk is (BN, KC) like the B operand
+        sC = smem.allocate_tensor(cutlass.Float32, cute.make_layout((BN, rows), stride=(1, BN + self.pad)), 16)
+        sVh = smem.allocate_tensor(cutlass.BFloat16, a_layout.outer, 1024, a_layout.inner)    # (W, KC, 1)
+        sVl = smem.allocate_tensor(cutlass.BFloat16, a_layout.outer, 1024, a_layout.inner)
+        sXh = smem.allocate_tensor(cutlass.BFloat16, b_layout.outer, 1024, b_layout.inner)    # (BN, KC, 1)
+        sXl = smem.allocate_tensor(cutlass.BFloat16, b_layout.outer, 1024, b_layout.inner)
 
-        # global views in the operands' (M or N, K) order: C^T of this CTA's columns, V^T
+        # global views in the operands' (M or N, K) order: C of this CTA's columns, V^T
         gC = cute.make_tensor(mH + cute.assume(b * n * n + c * n + col0, divby=BN),
                               cute.make_layout((BN, rows), stride=(1, n)))
         gVh = cute.make_tensor(mVh + cute.assume(b * n * W + c * W, divby=W), cute.make_layout((W, rows), stride=(1, W)))
         gVl = cute.make_tensor(mVl + cute.assume(b * n * W + c * W, divby=W), cute.make_layout((W, rows), stride=(1, W)))
 
-        # the strip: cp.async, 4 floats a copy, threads along the columns first
+        # the strip: cp.async, 4 floats a copy, threads along the columns first, one group a chunk
         strip_copy = cute.make_tiled_copy_tv(
             cute.make_copy_atom(cpasync.CopyG2SOp(), cutlass.Float32, num_bits_per_copy=128),
-            cute.make_layout((BN // 4, THREADS // (BN // 4)), stride=(1, BN // 4)), cute.make_layout((4, 1)))
+            cute.make_layout((BN // 4, T // (BN // 4)), stride=(1, BN // 4)), cute.make_layout((4, 1)))
         strip_thr = strip_copy.get_slice(tidx)
         for i in cutlass.range_constexpr(self.chunks):
             cute.copy(strip_copy, strip_thr.partition_S(cute.local_tile(gC, (BN, KC), (0, i))),
                       strip_thr.partition_D(cute.local_tile(sC, (BN, KC), (0, i))))
             cute.arch.cp_async_commit_group()
 
-        # V's chunks: through registers, 8 bf16 a copy, into the buffer the chunk's parity names
+        # V's chunks: through registers, 8 bf16 a copy, `ahead` chunks in flight
         v_copy = cute.make_tiled_copy_tv(
             cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), cutlass.BFloat16, num_bits_per_copy=128),
-            cute.make_layout((W // 8, THREADS // (W // 8)), stride=(1, W // 8)), cute.make_layout((8, 1)))
+            cute.make_layout((W // 8, T // (W // 8)), stride=(1, W // 8)), cute.make_layout((8, 1)))
         v_thr = v_copy.get_slice(tidx)
-        rVh = cute.make_fragment_like(v_thr.partition_S(cute.local_tile(gVh, (W, KC), (0, 0))))
-        rVl = cute.make_fragment_like(rVh)
+        in_flight = []
+        for i in cutlass.range_constexpr(min(self.ahead, self.chunks)):
+            rVh = cute.make_fragment_like(v_thr.partition_S(cute.local_tile(gVh, (W, KC), (0, 0))))
+            rVl = cute.make_fragment_like(rVh)
+            cute.copy(v_copy, v_thr.partition_S(cute.local_tile(gVh, (W, KC), (0, i))), rVh)
+            cute.copy(v_copy, v_thr.partition_S(cute.local_tile(gVl, (W, KC), (0, i))), rVl)
+            in_flight.append((rVh, rVl))
 
-        # the split: 8 columns of a row a thread-step, floats from the strip, bf16 pairs to the A operand
+        # the split: 8 columns of a row a thread-step, floats from the strip, bf16 pairs to the B operand
+        split_layouts = (cute.make_layout((BN // 8, T // (BN // 8)), stride=(1, BN // 8)), cute.make_layout((8, 1)))
         split_copy = cute.make_tiled_copy_tv(
-            cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), cutlass.Float32, num_bits_per_copy=128),
-            cute.make_layout((BN // 8, THREADS // (BN // 8)), stride=(1, BN // 8)), cute.make_layout((8, 1)))
+            cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), cutlass.Float32, num_bits_per_copy=128), *split_layouts)
         split_thr = split_copy.get_slice(tidx)
-        a_store = cute.make_tiled_copy_tv(
-            cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), cutlass.BFloat16, num_bits_per_copy=128),
-            cute.make_layout((BN // 8, THREADS // (BN // 8)), stride=(1, BN // 8)), cute.make_layout((8, 1)))
-        a_thr = a_store.get_slice(tidx)
-        tAh = a_thr.partition_D(sAh[(None, None, 0)])
-        tAl = a_thr.partition_D(sAl[(None, None, 0)])
+        x_store = cute.make_tiled_copy_tv(
+            cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), cutlass.BFloat16, num_bits_per_copy=128), *split_layouts)
+        x_thr = x_store.get_slice(tidx)
+        tXh = x_thr.partition_D(sXh[(None, None, 0)])
+        tXl = x_thr.partition_D(sXl[(None, None, 0)])
         rX = cute.make_fragment_like(split_thr.partition_S(cute.local_tile(sC, (BN, KC), (0, 0))))
-        rHi = cute.make_fragment_like(tAh)
-        rLo = cute.make_fragment_like(tAl)
+        rHi = cute.make_fragment_like(tXh)
+        rLo = cute.make_fragment_like(tXl)
 
         thr_mma = tiled_mma.get_slice(tidx)
-        tCrAh = tiled_mma.make_fragment_A(thr_mma.partition_A(sAh))
-        tCrAl = tiled_mma.make_fragment_A(thr_mma.partition_A(sAl))
-        tCrBh = tiled_mma.make_fragment_B(thr_mma.partition_B(sBh))
-        tCrBl = tiled_mma.make_fragment_B(thr_mma.partition_B(sBl))
-        gY = cute.make_tensor(mY + cute.assume(b * n * W + col0 * W, divby=W), cute.make_layout((BN, W), stride=(W, 1)))
+        tCrVh = tiled_mma.make_fragment_A(thr_mma.partition_A(sVh))
+        tCrVl = tiled_mma.make_fragment_A(thr_mma.partition_A(sVl))
+        tCrXh = tiled_mma.make_fragment_B(thr_mma.partition_B(sXh))
+        tCrXl = tiled_mma.make_fragment_B(thr_mma.partition_B(sXl))
+        gY = cute.make_tensor(mY + cute.assume(b * n * W + col0 * W, divby=W), cute.make_layout((W, BN), stride=(1, W)))
         tCgY = thr_mma.partition_C(gY)
         acc = cute.make_fragment(tCgY.shape, cutlass.Float32)
         acc.fill(0.0)
         tiled_mma.set(warpgroup.Field.ACCUMULATE, True)
 
-        cute.copy(v_copy, v_thr.partition_S(cute.local_tile(gVh, (W, KC), (0, 0))), rVh)
-        cute.copy(v_copy, v_thr.partition_S(cute.local_tile(gVl, (W, KC), (0, 0))), rVl)
         for i in cutlass.range_constexpr(self.chunks):
-            p = i % 2
-            cute.copy(v_copy, rVh, v_thr.partition_D(sBh[(None, None, p)]))
-            cute.copy(v_copy, rVl, v_thr.partition_D(sBl[(None, None, p)]))
-            if cutlass.const_expr(i + 1 < self.chunks):     # the next chunk's V in flight meanwhile
-                cute.copy(v_copy, v_thr.partition_S(cute.local_tile(gVh, (W, KC), (0, i + 1))), rVh)
-                cute.copy(v_copy, v_thr.partition_S(cute.local_tile(gVl, (W, KC), (0, i + 1))), rVl)
+            rVh, rVl = in_flight[i % len(in_flight)]
+            if cutlass.const_expr(self.loads_v):
+                cute.copy(v_copy, rVh, v_thr.partition_D(sVh[(None, None, 0)]))
+                cute.copy(v_copy, rVl, v_thr.partition_D(sVl[(None, None, 0)]))
+            if cutlass.const_expr(self.loads_v and i + len(in_flight) < self.chunks):
+                cute.copy(v_copy, v_thr.partition_S(cute.local_tile(gVh, (W, KC), (0, i + len(in_flight)))), rVh)
+                cute.copy(v_copy, v_thr.partition_S(cute.local_tile(gVl, (W, KC), (0, i + len(in_flight)))), rVl)
             cute.arch.cp_async_wait_group(self.chunks - 1 - i)     # this thread's copies of chunk i landed
             cute.arch.sync_threads()                                 # everyone's
             if cutlass.const_expr(self.split):
@@ -156,19 +167,19 @@ class Projection:
                 hi = x.to(cutlass.BFloat16)
                 rHi.store(hi)
                 rLo.store((x - hi.to(cutlass.Float32)).to(cutlass.BFloat16))
-                cute.copy(a_store, rHi, tAh)
-                cute.copy(a_store, rLo, tAl)
+                cute.copy(x_store, rHi, tXh)
+                cute.copy(x_store, rLo, tXl)
             cute.arch.fence_proxy(cute.arch.ProxyKind.async_shared, space=cute.arch.SharedSpace.shared_cta)
             cute.arch.sync_threads()
             if cutlass.const_expr(self.products):
                 warpgroup.fence()
                 for k in cutlass.range_constexpr(KC // 16):
-                    cute.gemm(tiled_mma, acc, tCrAh[(None, None, k, 0)], tCrBh[(None, None, k, p)], acc)
-                    cute.gemm(tiled_mma, acc, tCrAh[(None, None, k, 0)], tCrBl[(None, None, k, p)], acc)
-                    cute.gemm(tiled_mma, acc, tCrAl[(None, None, k, 0)], tCrBh[(None, None, k, p)], acc)
+                    cute.gemm(tiled_mma, acc, tCrVh[(None, None, k, 0)], tCrXh[(None, None, k, 0)], acc)
+                    cute.gemm(tiled_mma, acc, tCrVl[(None, None, k, 0)], tCrXh[(None, None, k, 0)], acc)
+                    cute.gemm(tiled_mma, acc, tCrVh[(None, None, k, 0)], tCrXl[(None, None, k, 0)], acc)
                 warpgroup.commit_group()
                 warpgroup.wait_group(0)
-            cute.arch.sync_threads()        # the A operand and V's buffer are free again
+            cute.arch.sync_threads()        # both operands' buffers are free again
         for e in cutlass.range_constexpr(cute.size(acc)):
             tCgY[e] = acc[e]
 
@@ -178,11 +189,12 @@ def pointers(h: torch.Tensor, vh: torch.Tensor, vl: torch.Tensor, y: torch.Tenso
     return tuple(make_ptr(t, x.data_ptr(), cute.AddressSpace.gmem, assumed_align=16) for t, x in zip(types, (h, vh, vl, y)))
 
 
-def compile_projection(n: int, c: int, width: int, batch: int, parts: str = "all"):
+def compile_projection(n: int, c: int, width: int, batch: int, variant: tuple, parts: str = "all"):
+    """`variant`: (columns a CTA, V's chunks in flight, strip row padding)."""
     import cuda.bindings.driver as cuda
     null = (make_ptr(t, 0, cute.AddressSpace.gmem, assumed_align=16)
             for t in (cutlass.Float32, cutlass.BFloat16, cutlass.BFloat16, cutlass.Float32))
-    return cute.compile(Projection(batch, n, c, width, parts), *null, cuda.CUstream(0))
+    return cute.compile(Projection(batch, n, c, width, *variant, parts=parts), *null, cuda.CUstream(0))
 
 
 def median_us(launch, reps: int, device) -> float:
@@ -204,63 +216,66 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--shape", default="640x512")
     parser.add_argument("--columns", default="0,128,256")
     parser.add_argument("--widths", default="64,128")
+    parser.add_argument("--variants", default="32:2:0,64:1:4",
+                        help="columns a CTA : V's chunks in flight : strip padding, comma-separated")
+    parser.add_argument("--parts", action="store_true", help="also time each variant without products / split / V")
     parser.add_argument("--reps", type=int, default=7)
     parser.add_argument("--compile-only", action="store_true")
     args = parser.parse_args(argv)
     batch, n = map(int, args.shape.split("x"))
     columns = [int(x) for x in args.columns.split(",")]
     widths = [int(x) for x in args.widths.split(",")]
-    if args.compile_only:
+    variants = [tuple(map(int, v.split(":"))) for v in args.variants.split(",")]
+    if args.compile_only:           # here: each process builds one kernel (the first load fails without a GPU)
         os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
-        for c in columns:
-            for width in widths:
-                try:
-                    compile_projection(n, c, width, 2)
-                    print(f"c={c} W={width}: compiled", flush=True)
-                except Exception as error:       # no GPU here: the module's load fails after PTX
-                    print(f"c={c} W={width}: {type(error).__name__}: {str(error)[:400]}", flush=True)
+        try:
+            compile_projection(n, columns[0], widths[0], 2, variants[0])
+            print("compiled")
+        except Exception as error:
+            print(f"{type(error).__name__}: {str(error)[:400]}")
         return 0
 
     import cuda.bindings.driver as cuda
     import submission
+    sys.path.insert(0, str(ROOT / "bench"))
+    from probe_update import main_pair_update
     device = torch.device("cuda")
     stream = cuda.CUstream(torch.cuda.current_stream().cuda_stream)
     g = torch.Generator(device=device).manual_seed(7)
     h = torch.randn(batch, n, n, device=device, generator=g)
     print(f"{torch.cuda.get_device_name()}; {batch}x{n}; median of {args.reps}, L2 flushed, us")
-    print(f"{'c':>5} {'W':>4} {'max rel err':>12} {'wgmma V^T C':>12} {'no products':>12} {'no split':>9} "
-          f"{'torch read':>11} {'main W64 update':>16}")
+    print(f"{'c':>5} {'W':>4} {'variant':>9} {'max rel err':>12} {'V^T C':>8} {'no products':>8} {'no split':>8} "
+          f"{'no V':>8}")
     for c in columns:
         for width in widths:
-            if (n - c - width) < BN:
-                continue
             v = torch.randn(batch, n, width, device=device, generator=g)
             v[:, :c] = 0
             vh = v.to(torch.bfloat16)
             vl = (v - vh.float()).to(torch.bfloat16)
-            y = torch.zeros(batch, n, width, device=device)
-            fn = compile_projection(n, c, width, batch)
-            hv, vhv, vlv, yv = pointers(h, vh, vl, y)
-            fn(hv, vhv, vlv, yv, stream)
-            torch.cuda.synchronize()
             cols = slice(c + width, n)
             exact = torch.einsum("brk,brj->bkj", h[:, c:, cols].double(), (vh.double() + vl.double())[:, c:])
-            err = ((y[:, cols].double() - exact).abs().max() / exact.abs().max()).item()
-            t_wgmma = median_us(lambda: fn(hv, vhv, vlv, yv, stream), args.reps, device)
-            t_parts = []
-            for parts in ("no-products", "no-split"):
-                part = compile_projection(n, c, width, batch, parts)
-                t_parts.append(median_us(lambda: part(hv, vhv, vlv, yv, stream), args.reps, device))
+            for variant in variants:
+                if (n - c - width) % variant[0]:
+                    continue
+                y = torch.zeros(batch, n, width, device=device)
+                args_ = pointers(h, vh, vl, y)
+                fn = compile_projection(n, c, width, batch, variant)
+                fn(*args_, stream)
+                torch.cuda.synchronize()
+                err = ((y[:, cols].double() - exact).abs().max() / exact.abs().max()).item()
+                times = [median_us(lambda: fn(*args_, stream), args.reps, device)]
+                for parts in ("no-products", "no-split", "no-v") if args.parts else ():
+                    part = compile_projection(n, c, width, batch, variant, parts)
+                    times.append(median_us(lambda: part(*args_, stream), args.reps, device))
+                name = ":".join(map(str, variant))
+                print(f"{c:5d} {width:4d} {name:>9} {err:12.2e} " + " ".join(f"{t:8.1f}" for t in times), flush=True)
             t_read = median_us(lambda: h[:, c:, cols].sum(dim=1), args.reps, device)
-            t_main = ""
+            print(f"{c:5d} {width:4d} {'torch read of the columns':>31} {t_read:8.1f}")
             if width == 2 * submission.PANEL_WIDTH:
-                sys.path.insert(0, str(ROOT / "bench"))
-                from probe_update import main_pair_update
                 t = torch.randn(batch, width, width, device=device, generator=g).triu_() * 0.01
                 h2 = h.clone()
-                t_main = f"{median_us(lambda: main_pair_update(h2, t, n, c), args.reps, device):16.1f}"
-            print(f"{c:5d} {width:4d} {err:12.2e} {t_wgmma:12.1f} {t_parts[0]:12.1f} {t_parts[1]:9.1f} "
-                  f"{t_read:11.1f} {t_main:>16}", flush=True)
+                t_main = median_us(lambda: main_pair_update(h2, t, n, c), args.reps, device)
+                print(f"{c:5d} {width:4d} {'main fused W64 update (all of it)':>31} {t_main:8.1f}")
     return 0
 
 
