@@ -3,22 +3,15 @@
 # (the spec cases of every blocked shape at seed 11, pairs, look-ahead, eager and first-update launches,
 # extreme, subnormal, NaN/Inf, mixed-magnitude and strided inputs, agreement with geqrf), then
 # compare.py on the tree ($1: its commit; without it, the tests only). Logs under $OUT; ~6 minutes.
+# A shard cut by its limit ends without pytest's summary line: rerun its last tests in a call of their own.
 set -u
 source .device/gpu-env.sh
+source bench/wip/shards.sh
 export QR_SKIP_PRECOMPILE=1 PYTHONUNBUFFERED=1
-mkdir -p scratchpad/shards
-python -m pytest --collect-only -q -p no:cacheprovider tests/test_submission.py tests/test_robustness.py \
-    2>/dev/null | grep "::" > scratchpad/shards/all.txt
+collect_tests
 { grep "test_spec_passes" scratchpad/shards/all.txt | grep -- "-11\]" | grep -v "20x32\|40x176"
   grep -E "test_paired_and_single|test_lookahead_and_plain|test_eager_launches|test_first_update_reads|test_extreme_magnitudes|test_agrees_with_geqrf|test_nan_and_inf|test_subnormal|test_nearly_repeated|test_square_tail_leaves|test_magnitudes_mixed|test_tiny_and_normal|test_non_contiguous|test_blocked_relaunches|test_side_streams|test_a_broken_capture|test_panels_bound_once" \
       scratchpad/shards/all.txt; } > scratchpad/shards/selected.txt
-rm -f scratchpad/shards/shard-*.txt
-awk '{print > ("scratchpad/shards/shard-" (NR % 8) ".txt")}' scratchpad/shards/selected.txt
-for i in 0 1 2 3 4 5 6 7; do
-  timeout 240 python -m pytest -q -p no:cacheprovider $(cat scratchpad/shards/shard-$i.txt) > scratchpad/shards/out-$i.log 2>&1 &
-done
-wait
-for i in 0 1 2 3 4 5 6 7; do echo "shard $i: $(tail -1 scratchpad/shards/out-$i.log)"; done | tee "$OUT/gpu-tests.log"
-cat scratchpad/shards/out-*.log > "$OUT/gpu-tests-full.log"      # one file: a call brings back only so many
+run_shards 240 gpu-tests
 [ -n "${1:-}" ] || exit 0          # no commit given: the tests only
 timeout 310 python bench/compare.py --libs submission --budget 0.3 --out "$OUT" --commit "$1" 2>&1 | tail -20

@@ -3,28 +3,19 @@
 # (bench/wip/stage-panel-columns.patch) on the GPU (carry .whl .device scratchpad). Before the call, here:
 #   mkdir -p scratchpad && git show HEAD:submission.py > scratchpad/main_submission.py
 #   git apply bench/wip/stage-panel-columns.patch
-# ~6 min: the GPU tests of the staging, lift and eager paths (35: the first-update test with its two new
+# ~7 min: the GPU tests of the staging, lift and eager paths (35: the first-update test with its two new
 # matrices, eager launches, extreme, subnormal, tiny-and-normal, NaN/Inf, mixed-magnitude and strided
 # inputs, the seed-11 spec cases of 640x512) in 8 shards, then ab against main on 640x512 (the
 # benchmark's eager shape) and 60x1024 (a graph plan, whose staging copies every column: the control).
 set -u
 source .device/gpu-env.sh
+source bench/wip/shards.sh
 export QR_SKIP_PRECOMPILE=1 PYTHONUNBUFFERED=1
-mkdir -p scratchpad/shards
-python -m pytest --collect-only -q -p no:cacheprovider tests/test_submission.py tests/test_robustness.py \
-    2>/dev/null | grep "::" > scratchpad/shards/all.txt
+collect_tests
 { grep "test_spec_passes" scratchpad/shards/all.txt | grep -- "-11\]" | grep "640x512"
   grep -E "test_first_update_reads|test_eager_launches|test_extreme_magnitudes|test_subnormal|test_tiny_and_normal|test_nan_and_inf|test_magnitudes_mixed|test_non_contiguous" \
       scratchpad/shards/all.txt; } > scratchpad/shards/selected.txt
-rm -f scratchpad/shards/shard-*.txt
-awk '{print > ("scratchpad/shards/shard-" (NR % 8) ".txt")}' scratchpad/shards/selected.txt
-for i in 0 1 2 3 4 5 6 7; do
-  timeout 200 python -m pytest -q -p no:cacheprovider $(cat scratchpad/shards/shard-$i.txt) \
-      > scratchpad/shards/out-$i.log 2>&1 &
-done
-wait
-for i in 0 1 2 3 4 5 6 7; do echo "shard $i: $(tail -1 scratchpad/shards/out-$i.log)"; done | tee "$OUT/tests-stage-panel-columns.log"
-grep -h "FAILED\|Error\|assert" scratchpad/shards/out-*.log | head -40 | tee -a "$OUT/tests-stage-panel-columns.log"
+run_shards 200 tests-stage-panel-columns
 timeout 260 python bench/ab.py --rounds 3 --shapes 640x512,60x1024 \
     --variant main=scratchpad/main_submission.py --variant stage=submission.py 2>&1 \
     | tee "$OUT/ab-stage-panel-columns.log" | tail -6
