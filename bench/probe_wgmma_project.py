@@ -1,7 +1,8 @@
 """A one-pass update's first half on warpgroup MMA: Y = V^T C with C split into bf16 pairs on chip (GPU probe).
 
-    python bench/probe_wgmma_project.py [--shape 640x512] [--columns 0,128,256] [--widths 64,128] [--reps 7]
-    python bench/probe_wgmma_project.py --compile-only     # builds the kernels here (PTX kept), no GPU
+    python bench/probe_wgmma_project.py [--shape 640x512] [--columns 0,128,256] [--widths 64,128]
+        [--variants 32:2:0,64:1:4,64:2:4:2] [--parts] [--reps 7]
+    python bench/probe_wgmma_project.py --compile-only ...   # builds the first variant here (PTX kept), no GPU
 
 The question: can a trailing update read each trailing column once at
 W = 128 (a block reflector of four panels, half of W = 64's passes over C)
@@ -10,18 +11,22 @@ passes a pair and a 128-column Triton pass costs as much as two 64-column
 ones, so only a kernel that keeps C's strip on chip and multiplies on
 warpgroup MMA could. This probe builds that kernel's first half.
 
-A CTA owns BN = 64 trailing columns of one matrix, rows [c, n) (the strip
-a one-pass update keeps for its second half, C -= V Z). It issues the whole
+A CTA owns BN trailing columns of one matrix, rows [c, n) (the strip a
+one-pass update keeps for its second half, C -= V Z). It issues the whole
 strip's cp.async copies into shared memory at once (one group a KC-row
-chunk), then per chunk: splits the chunk's floats into bf16 pairs
-(hi = bf16(x), lo = bf16(x - hi)), loads V's chunk (bf16 planes, made by
-the host here) and accumulates Y^T += C_hi^T V_hi + C_hi^T V_lo + C_lo^T V_hi
-on two warpgroups (wgmma m64nW/2k16, both operands from shared memory).
-Y^T (BN x W) goes to global memory.
+chunk), then per chunk splits the chunk's floats into bf16 pairs
+(hi = bf16(x), lo = bf16(x - hi)) and accumulates
+Y^T += V_hi^T C_hi + V_lo^T C_hi + V_hi^T C_lo on W / 64 warpgroups (wgmma,
+both operands from shared memory). V's chunks (bf16 planes, made by the
+host here) come through registers a few chunks ahead (`Projection`), or by
+TMA multicast shared by a cluster of CTAs through a ring of buffers
+(`ClusterProjection`, a variant's fourth entry). Y^T goes to global memory.
 
-Timed alone, also without the products or without the split (the parts apart), against: a read of the same columns by torch (the pass's
-DRAM floor), and main's fused W = 64 update of the same c (two reads and a
-write of C). All shapes static (one compile per shape, c and W).
+Each variant is checked against float64 and timed alone (L2 flushed,
+median); `--parts` also times Projection without the products, the split or
+V's copies. The floors beside them: torch's read of the same columns, and
+main's whole fused W = 64 update of the same c (two reads and a write of C).
+All shapes static (one compile per shape, c, W and variant).
 """
 import argparse
 import os
@@ -38,6 +43,7 @@ import torch  # noqa: E402
 import cutlass  # noqa: E402
 import cutlass.cute as cute  # noqa: E402
 import cutlass.utils.hopper_helpers as sm90_utils  # noqa: E402
+from cutlass import pipeline  # noqa: E402
 from cutlass.cute.nvgpu import cpasync, warpgroup  # noqa: E402
 from cutlass.cute.runtime import make_ptr  # noqa: E402
 from cutlass.utils import LayoutEnum, SmemAllocator  # noqa: E402
@@ -184,17 +190,183 @@ class Projection:
             tCgY[e] = acc[e]
 
 
+class ClusterProjection(Projection):
+    """Projection with V's chunks shared by a cluster of `cluster` CTAs (adjacent column tiles of one
+    matrix): each CTA loads 1 / cluster of a chunk by TMA and multicasts it to all, so a cluster reads V
+    once (Projection's CTAs each read all of it, W / BN times their bytes of C). V's chunks go through a
+    ring of `stages` buffers (full and empty mbarriers across the cluster, `PipelineTmaAsync`); C's strip
+    as in Projection."""
+
+    def __init__(self, batch: int, n: int, c: int, width: int, columns: int = 64, stages: int = 2,
+                 pad: int = 4, cluster: int = 2):
+        super().__init__(batch, n, c, width, columns, 0, pad)
+        assert ((n - c - width) // columns) % cluster == 0
+        self.stages, self.cluster = stages, cluster
+
+    @cute.jit
+    def __call__(self, mH: cute.Pointer, mVh: cute.Pointer, mVl: cute.Pointer, mY: cute.Pointer,
+                 stream):
+        W, BN, n = self.width, self.columns, self.n
+        tiled_mma = sm90_utils.make_trivial_tiled_mma(
+            cutlass.BFloat16, cutlass.BFloat16, warpgroup.OperandMajorMode.MN, warpgroup.OperandMajorMode.MN,
+            cutlass.Float32, (W // 64, 1, 1), (64, BN))
+        a_layout = sm90_utils.make_smem_layout_a(LayoutEnum.COL_MAJOR, (W, BN, KC), cutlass.BFloat16, self.stages)
+        b_layout = sm90_utils.make_smem_layout_b(LayoutEnum.COL_MAJOR, (W, BN, KC), cutlass.BFloat16, 1)
+        # V^T of every matrix, (W, rows, batch): the A operand's (M, K, L)
+        v_layout = cute.make_layout((W, n, self.batch), stride=(1, W, n * W))
+        op = cpasync.CopyBulkTensorTileG2SMulticastOp() if self.cluster > 1 else cpasync.CopyBulkTensorTileG2SOp()
+        one_stage = cute.slice_(a_layout, (None, None, 0))
+        tma_h, tma_vh = cpasync.make_tiled_tma_atom(op, cute.make_tensor(mVh, v_layout), one_stage, (W, KC),
+                                                    num_multicast=self.cluster)
+        tma_l, tma_vl = cpasync.make_tiled_tma_atom(op, cute.make_tensor(mVl, v_layout), one_stage, (W, KC),
+                                                    num_multicast=self.cluster)
+        self.kernel(mH, mY, tma_h, tma_vh, tma_l, tma_vl, tiled_mma, a_layout, b_layout).launch(
+            grid=((self.n - self.c - W) // BN, self.batch, 1), block=(self.threads, 1, 1),
+            cluster=(self.cluster, 1, 1), stream=stream)
+
+    @cute.kernel
+    def kernel(self, mH: cute.Pointer, mY: cute.Pointer, tma_h: cute.CopyAtom, mVh: cute.Tensor,
+               tma_l: cute.CopyAtom, mVl: cute.Tensor, tiled_mma: cute.TiledMma,
+               a_layout: cute.ComposedLayout, b_layout: cute.ComposedLayout):
+        n, c, W, BN, T, S, CL = self.n, self.c, self.width, self.columns, self.threads, self.stages, self.cluster
+        tidx, _, _ = cute.arch.thread_idx()
+        tile, b, _ = cute.arch.block_idx()
+        warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+        rank = cute.arch.make_warp_uniform(cute.arch.block_idx_in_cluster())
+        col0 = c + W + tile * BN
+        rows = self.chunks * KC
+        if warp == 0:
+            cpasync.prefetch_descriptor(tma_h)
+            cpasync.prefetch_descriptor(tma_l)
+
+        smem = SmemAllocator()
+        barriers = smem.allocate_array(cutlass.Int64, 2 * S)
+        sC = smem.allocate_tensor(cutlass.Float32, cute.make_layout((BN, rows), stride=(1, BN + self.pad)), 16)
+        sVh = smem.allocate_tensor(cutlass.BFloat16, a_layout.outer, 1024, a_layout.inner)    # (W, KC, S)
+        sVl = smem.allocate_tensor(cutlass.BFloat16, a_layout.outer, 1024, a_layout.inner)
+        sXh = smem.allocate_tensor(cutlass.BFloat16, b_layout.outer, 1024, b_layout.inner)    # (BN, KC, 1)
+        sXl = smem.allocate_tensor(cutlass.BFloat16, b_layout.outer, 1024, b_layout.inner)
+
+        # V's ring: the cluster's CTAs along N share each chunk (the A operand's multicast)
+        cta_layout_mnk = cute.make_layout((1, CL, 1))
+        v_bytes = 2 * cute.size_in_bytes(cutlass.BFloat16, cute.slice_(a_layout, (None, None, 0)))
+        ring = pipeline.PipelineTmaAsync.create(
+            barrier_storage=barriers, num_stages=S,
+            producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread),
+            consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, CL * (T // 32)),
+            tx_count=v_bytes, cta_layout_vmnk=cute.make_layout((1, 1, CL, 1)))
+        mask = cute.make_layout_image_mask(cta_layout_mnk, (0, rank, 0), mode=1)
+        gVh = cute.local_tile(mVh, (W, KC), (0, None, b))           # (W, KC, row tiles)
+        gVl = cute.local_tile(mVl, (W, KC), (0, None, b))
+        tVs_h, tVg_h = cpasync.tma_partition(tma_h, rank, cute.make_layout(CL), cute.group_modes(sVh, 0, 2),
+                                             cute.group_modes(gVh, 0, 2))
+        tVs_l, tVg_l = cpasync.tma_partition(tma_l, rank, cute.make_layout(CL), cute.group_modes(sVl, 0, 2),
+                                             cute.group_modes(gVl, 0, 2))
+
+        # C's strip: cp.async as in Projection
+        gC = cute.make_tensor(mH + cute.assume(b * n * n + c * n + col0, divby=BN),
+                              cute.make_layout((BN, rows), stride=(1, n)))
+        strip_copy = cute.make_tiled_copy_tv(
+            cute.make_copy_atom(cpasync.CopyG2SOp(), cutlass.Float32, num_bits_per_copy=128),
+            cute.make_layout((BN // 4, T // (BN // 4)), stride=(1, BN // 4)), cute.make_layout((4, 1)))
+        strip_thr = strip_copy.get_slice(tidx)
+        for i in cutlass.range_constexpr(self.chunks):
+            cute.copy(strip_copy, strip_thr.partition_S(cute.local_tile(gC, (BN, KC), (0, i))),
+                      strip_thr.partition_D(cute.local_tile(sC, (BN, KC), (0, i))))
+            cute.arch.cp_async_commit_group()
+
+        split_layouts = (cute.make_layout((BN // 8, T // (BN // 8)), stride=(1, BN // 8)), cute.make_layout((8, 1)))
+        split_copy = cute.make_tiled_copy_tv(
+            cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), cutlass.Float32, num_bits_per_copy=128), *split_layouts)
+        split_thr = split_copy.get_slice(tidx)
+        x_store = cute.make_tiled_copy_tv(
+            cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), cutlass.BFloat16, num_bits_per_copy=128), *split_layouts)
+        x_thr = x_store.get_slice(tidx)
+        tXh = x_thr.partition_D(sXh[(None, None, 0)])
+        tXl = x_thr.partition_D(sXl[(None, None, 0)])
+        rX = cute.make_fragment_like(split_thr.partition_S(cute.local_tile(sC, (BN, KC), (0, 0))))
+        rHi = cute.make_fragment_like(tXh)
+        rLo = cute.make_fragment_like(tXl)
+
+        thr_mma = tiled_mma.get_slice(tidx)
+        tCrVh = tiled_mma.make_fragment_A(thr_mma.partition_A(sVh))
+        tCrVl = tiled_mma.make_fragment_A(thr_mma.partition_A(sVl))
+        tCrXh = tiled_mma.make_fragment_B(thr_mma.partition_B(sXh))
+        tCrXl = tiled_mma.make_fragment_B(thr_mma.partition_B(sXl))
+        gY = cute.make_tensor(mY + cute.assume(b * n * W + col0 * W, divby=W), cute.make_layout((W, BN), stride=(1, W)))
+        tCgY = thr_mma.partition_C(gY)
+        acc = cute.make_fragment(tCgY.shape, cutlass.Float32)
+        acc.fill(0.0)
+        tiled_mma.set(warpgroup.Field.ACCUMULATE, True)
+        cute.arch.cluster_arrive_relaxed()      # the ring's barriers initialized cluster-wide before any TMA
+        cute.arch.cluster_wait()
+
+        first = c // KC                         # V's row tile of the strip's first chunk
+        loads = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, S)
+        reads = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, S)
+        for i in cutlass.range_constexpr(min(S, self.chunks)):
+            if warp == 0:
+                ring.producer_acquire(loads)
+                cute.copy(tma_h, tVg_h[(None, first + i)], tVs_h[(None, loads.index)],
+                          tma_bar_ptr=ring.producer_get_barrier(loads), mcast_mask=mask)
+                cute.copy(tma_l, tVg_l[(None, first + i)], tVs_l[(None, loads.index)],
+                          tma_bar_ptr=ring.producer_get_barrier(loads), mcast_mask=mask)
+            loads.advance()
+        for i in cutlass.range_constexpr(self.chunks):
+            cute.arch.cp_async_wait_group(self.chunks - 1 - i)     # this thread's copies of chunk i landed
+            cute.arch.sync_threads()                                 # everyone's
+            cute.copy(split_copy, split_thr.partition_S(cute.local_tile(sC, (BN, KC), (0, i))), rX)
+            x = rX.load()
+            hi = x.to(cutlass.BFloat16)
+            rHi.store(hi)
+            rLo.store((x - hi.to(cutlass.Float32)).to(cutlass.BFloat16))
+            cute.copy(x_store, rHi, tXh)
+            cute.copy(x_store, rLo, tXl)
+            cute.arch.fence_proxy(cute.arch.ProxyKind.async_shared, space=cute.arch.SharedSpace.shared_cta)
+            cute.arch.sync_threads()
+            ring.consumer_wait(reads)
+            stage = reads.index
+            warpgroup.fence()
+            for k in cutlass.range_constexpr(KC // 16):
+                cute.gemm(tiled_mma, acc, tCrVh[(None, None, k, stage)], tCrXh[(None, None, k, 0)], acc)
+                cute.gemm(tiled_mma, acc, tCrVl[(None, None, k, stage)], tCrXh[(None, None, k, 0)], acc)
+                cute.gemm(tiled_mma, acc, tCrVh[(None, None, k, stage)], tCrXl[(None, None, k, 0)], acc)
+            warpgroup.commit_group()
+            warpgroup.wait_group(0)
+            ring.consumer_release(reads)
+            reads.advance()
+            if cutlass.const_expr(i + S < self.chunks):
+                if warp == 0:
+                    ring.producer_acquire(loads)
+                    cute.copy(tma_h, tVg_h[(None, first + i + S)], tVs_h[(None, loads.index)],
+                              tma_bar_ptr=ring.producer_get_barrier(loads), mcast_mask=mask)
+                    cute.copy(tma_l, tVg_l[(None, first + i + S)], tVs_l[(None, loads.index)],
+                              tma_bar_ptr=ring.producer_get_barrier(loads), mcast_mask=mask)
+                loads.advance()
+            cute.arch.sync_threads()        # the B operand's buffer is free again
+        for e in cutlass.range_constexpr(cute.size(acc)):
+            tCgY[e] = acc[e]
+        cute.arch.cluster_arrive()          # no CTA leaves while a peer may still multicast into it
+        cute.arch.cluster_wait()
+
+
 def pointers(h: torch.Tensor, vh: torch.Tensor, vl: torch.Tensor, y: torch.Tensor) -> tuple:
     types = (cutlass.Float32, cutlass.BFloat16, cutlass.BFloat16, cutlass.Float32)
     return tuple(make_ptr(t, x.data_ptr(), cute.AddressSpace.gmem, assumed_align=16) for t, x in zip(types, (h, vh, vl, y)))
 
 
 def compile_projection(n: int, c: int, width: int, batch: int, variant: tuple, parts: str = "all"):
-    """`variant`: (columns a CTA, V's chunks in flight, strip row padding)."""
+    """`variant`: (columns a CTA, V's chunks in flight, strip row padding), or with a fourth entry, the
+    cluster size of a ClusterProjection (the second entry then counts V's ring buffers)."""
     import cuda.bindings.driver as cuda
     null = (make_ptr(t, 0, cute.AddressSpace.gmem, assumed_align=16)
             for t in (cutlass.Float32, cutlass.BFloat16, cutlass.BFloat16, cutlass.Float32))
-    return cute.compile(Projection(batch, n, c, width, *variant, parts=parts), *null, cuda.CUstream(0))
+    if len(variant) == 4:
+        assert parts == "all", "ClusterProjection has no parts"
+        projection = ClusterProjection(batch, n, c, width, *variant)
+    else:
+        projection = Projection(batch, n, c, width, *variant, parts=parts)
+    return cute.compile(projection, *null, cuda.CUstream(0))
 
 
 def median_us(launch, reps: int, device) -> float:
@@ -216,8 +388,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--shape", default="640x512")
     parser.add_argument("--columns", default="0,128,256")
     parser.add_argument("--widths", default="64,128")
-    parser.add_argument("--variants", default="32:2:0,64:1:4",
-                        help="columns a CTA : V's chunks in flight : strip padding, comma-separated")
+    parser.add_argument("--variants", default="32:2:0,64:1:4,64:2:4:2",
+                        help="columns a CTA : V's chunks in flight : strip padding [: cluster sharing V's "
+                             "chunks, the second entry then V's ring buffers], comma-separated")
     parser.add_argument("--parts", action="store_true", help="also time each variant without products / split / V")
     parser.add_argument("--reps", type=int, default=7)
     parser.add_argument("--compile-only", action="store_true")
@@ -255,7 +428,8 @@ def main(argv: list[str]) -> int:
             cols = slice(c + width, n)
             exact = torch.einsum("brk,brj->bkj", h[:, c:, cols].double(), (vh.double() + vl.double())[:, c:])
             for variant in variants:
-                if (n - c - width) % variant[0]:
+                tiles, rest = divmod(n - c - width, variant[0])
+                if rest or (len(variant) == 4 and tiles % variant[3]):
                     continue
                 y = torch.zeros(batch, n, width, device=device)
                 args_ = pointers(h, vh, vl, y)
@@ -264,7 +438,7 @@ def main(argv: list[str]) -> int:
                 torch.cuda.synchronize()
                 err = ((y[:, cols].double() - exact).abs().max() / exact.abs().max()).item()
                 times = [median_us(lambda: fn(*args_, stream), args.reps, device)]
-                for parts in ("no-products", "no-split", "no-v") if args.parts else ():
+                for parts in ("no-products", "no-split", "no-v") if args.parts and len(variant) == 3 else ():
                     part = compile_projection(n, c, width, batch, variant, parts)
                     times.append(median_us(lambda: part(*args_, stream), args.reps, device))
                 name = ":".join(map(str, variant))
