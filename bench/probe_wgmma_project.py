@@ -103,21 +103,10 @@ class Projection:
         sXh = smem.allocate_tensor(cutlass.BFloat16, b_layout.outer, 1024, b_layout.inner)    # (BN, KC, 1)
         sXl = smem.allocate_tensor(cutlass.BFloat16, b_layout.outer, 1024, b_layout.inner)
 
-        # global views in the operands' (M or N, K) order: C of this CTA's columns, V^T
-        gC = cute.make_tensor(mH + cute.assume(b * n * n + c * n + col0, divby=BN),
-                              cute.make_layout((BN, rows), stride=(1, n)))
+        self._load_strip(mH, sC, b, col0, tidx)
+        # V^T in the A operand's (M, K) order
         gVh = cute.make_tensor(mVh + cute.assume(b * n * W + c * W, divby=W), cute.make_layout((W, rows), stride=(1, W)))
         gVl = cute.make_tensor(mVl + cute.assume(b * n * W + c * W, divby=W), cute.make_layout((W, rows), stride=(1, W)))
-
-        # the strip: cp.async, 4 floats a copy, threads along the columns first, one group a chunk
-        strip_copy = cute.make_tiled_copy_tv(
-            cute.make_copy_atom(cpasync.CopyG2SOp(), cutlass.Float32, num_bits_per_copy=128),
-            cute.make_layout((BN // 4, T // (BN // 4)), stride=(1, BN // 4)), cute.make_layout((4, 1)))
-        strip_thr = strip_copy.get_slice(tidx)
-        for i in cutlass.range_constexpr(self.chunks):
-            cute.copy(strip_copy, strip_thr.partition_S(cute.local_tile(gC, (BN, KC), (0, i))),
-                      strip_thr.partition_D(cute.local_tile(sC, (BN, KC), (0, i))))
-            cute.arch.cp_async_commit_group()
 
         # V's chunks: through registers, 8 bf16 a copy, `ahead` chunks in flight
         v_copy = cute.make_tiled_copy_tv(
@@ -131,20 +120,6 @@ class Projection:
             cute.copy(v_copy, v_thr.partition_S(cute.local_tile(gVh, (W, KC), (0, i))), rVh)
             cute.copy(v_copy, v_thr.partition_S(cute.local_tile(gVl, (W, KC), (0, i))), rVl)
             in_flight.append((rVh, rVl))
-
-        # the split: 8 columns of a row a thread-step, floats from the strip, bf16 pairs to the B operand
-        split_layouts = (cute.make_layout((BN // 8, T // (BN // 8)), stride=(1, BN // 8)), cute.make_layout((8, 1)))
-        split_copy = cute.make_tiled_copy_tv(
-            cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), cutlass.Float32, num_bits_per_copy=128), *split_layouts)
-        split_thr = split_copy.get_slice(tidx)
-        x_store = cute.make_tiled_copy_tv(
-            cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), cutlass.BFloat16, num_bits_per_copy=128), *split_layouts)
-        x_thr = x_store.get_slice(tidx)
-        tXh = x_thr.partition_D(sXh[(None, None, 0)])
-        tXl = x_thr.partition_D(sXl[(None, None, 0)])
-        rX = cute.make_fragment_like(split_thr.partition_S(cute.local_tile(sC, (BN, KC), (0, 0))))
-        rHi = cute.make_fragment_like(tXh)
-        rLo = cute.make_fragment_like(tXl)
 
         thr_mma = tiled_mma.get_slice(tidx)
         tCrVh = tiled_mma.make_fragment_A(thr_mma.partition_A(sVh))
@@ -168,13 +143,7 @@ class Projection:
             cute.arch.cp_async_wait_group(self.chunks - 1 - i)     # this thread's copies of chunk i landed
             cute.arch.sync_threads()                                 # everyone's
             if cutlass.const_expr(self.split):
-                cute.copy(split_copy, split_thr.partition_S(cute.local_tile(sC, (BN, KC), (0, i))), rX)
-                x = rX.load()
-                hi = x.to(cutlass.BFloat16)
-                rHi.store(hi)
-                rLo.store((x - hi.to(cutlass.Float32)).to(cutlass.BFloat16))
-                cute.copy(x_store, rHi, tXh)
-                cute.copy(x_store, rLo, tXl)
+                self._split_chunk(sC, sXh, sXl, i, tidx)
             cute.arch.fence_proxy(cute.arch.ProxyKind.async_shared, space=cute.arch.SharedSpace.shared_cta)
             cute.arch.sync_threads()
             if cutlass.const_expr(self.products):
@@ -188,6 +157,47 @@ class Projection:
             cute.arch.sync_threads()        # both operands' buffers are free again
         for e in cutlass.range_constexpr(cute.size(acc)):
             tCgY[e] = acc[e]
+
+    @cute.jit
+    def _load_strip(self, mH: cute.Pointer, sC: cute.Tensor, b, col0, tidx):
+        """Start the cp.async copies of the CTA's strip, C[b, c:, col0:col0 + BN] as (column, row), into sC:
+        4 floats a copy, threads along the columns first, one commit group a chunk."""
+        n, BN, T = self.n, self.columns, self.threads
+        gC = cute.make_tensor(mH + cute.assume(b * n * n + self.c * n + col0, divby=BN),
+                              cute.make_layout((BN, self.chunks * KC), stride=(1, n)))
+        strip_copy = cute.make_tiled_copy_tv(
+            cute.make_copy_atom(cpasync.CopyG2SOp(), cutlass.Float32, num_bits_per_copy=128),
+            cute.make_layout((BN // 4, T // (BN // 4)), stride=(1, BN // 4)), cute.make_layout((4, 1)))
+        strip_thr = strip_copy.get_slice(tidx)
+        for i in cutlass.range_constexpr(self.chunks):
+            cute.copy(strip_copy, strip_thr.partition_S(cute.local_tile(gC, (BN, KC), (0, i))),
+                      strip_thr.partition_D(cute.local_tile(sC, (BN, KC), (0, i))))
+            cute.arch.cp_async_commit_group()
+
+    @cute.jit
+    def _split_chunk(self, sC: cute.Tensor, sXh: cute.Tensor, sXl: cute.Tensor, i: cutlass.Constexpr, tidx):
+        """The strip's chunk i as the B operand's bf16 pair: sXh = bf16(x), sXl = bf16(x - sXh); 8 columns
+        of a row a thread-step (two 16-byte loads, two 16-byte stores)."""
+        BN, T = self.columns, self.threads
+        layouts = (cute.make_layout((BN // 8, T // (BN // 8)), stride=(1, BN // 8)), cute.make_layout((8, 1)))
+        load = cute.make_tiled_copy_tv(
+            cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), cutlass.Float32, num_bits_per_copy=128), *layouts)
+        store = cute.make_tiled_copy_tv(
+            cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), cutlass.BFloat16, num_bits_per_copy=128), *layouts)
+        load_thr, store_thr = load.get_slice(tidx), store.get_slice(tidx)
+        tXh = store_thr.partition_D(sXh[(None, None, 0)])
+        tXl = store_thr.partition_D(sXl[(None, None, 0)])
+        chunk = load_thr.partition_S(cute.local_tile(sC, (BN, KC), (0, i)))
+        rX = cute.make_fragment_like(chunk)
+        rHi = cute.make_fragment_like(tXh)
+        rLo = cute.make_fragment_like(tXl)
+        cute.copy(load, chunk, rX)
+        x = rX.load()
+        hi = x.to(cutlass.BFloat16)
+        rHi.store(hi)
+        rLo.store((x - hi.to(cutlass.Float32)).to(cutlass.BFloat16))
+        cute.copy(store, rHi, tXh)
+        cute.copy(store, rLo, tXl)
 
 
 class ClusterProjection(Projection):
@@ -263,31 +273,7 @@ class ClusterProjection(Projection):
         tVs_l, tVg_l = cpasync.tma_partition(tma_l, rank, cute.make_layout(CL), cute.group_modes(sVl, 0, 2),
                                              cute.group_modes(gVl, 0, 2))
 
-        # C's strip: cp.async as in Projection
-        gC = cute.make_tensor(mH + cute.assume(b * n * n + c * n + col0, divby=BN),
-                              cute.make_layout((BN, rows), stride=(1, n)))
-        strip_copy = cute.make_tiled_copy_tv(
-            cute.make_copy_atom(cpasync.CopyG2SOp(), cutlass.Float32, num_bits_per_copy=128),
-            cute.make_layout((BN // 4, T // (BN // 4)), stride=(1, BN // 4)), cute.make_layout((4, 1)))
-        strip_thr = strip_copy.get_slice(tidx)
-        for i in cutlass.range_constexpr(self.chunks):
-            cute.copy(strip_copy, strip_thr.partition_S(cute.local_tile(gC, (BN, KC), (0, i))),
-                      strip_thr.partition_D(cute.local_tile(sC, (BN, KC), (0, i))))
-            cute.arch.cp_async_commit_group()
-
-        split_layouts = (cute.make_layout((BN // 8, T // (BN // 8)), stride=(1, BN // 8)), cute.make_layout((8, 1)))
-        split_copy = cute.make_tiled_copy_tv(
-            cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), cutlass.Float32, num_bits_per_copy=128), *split_layouts)
-        split_thr = split_copy.get_slice(tidx)
-        x_store = cute.make_tiled_copy_tv(
-            cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), cutlass.BFloat16, num_bits_per_copy=128), *split_layouts)
-        x_thr = x_store.get_slice(tidx)
-        tXh = x_thr.partition_D(sXh[(None, None, 0)])
-        tXl = x_thr.partition_D(sXl[(None, None, 0)])
-        rX = cute.make_fragment_like(split_thr.partition_S(cute.local_tile(sC, (BN, KC), (0, 0))))
-        rHi = cute.make_fragment_like(tXh)
-        rLo = cute.make_fragment_like(tXl)
-
+        self._load_strip(mH, sC, b, col0, tidx)
         thr_mma = tiled_mma.get_slice(tidx)
         tCrVh = tiled_mma.make_fragment_A(thr_mma.partition_A(sVh))
         tCrVl = tiled_mma.make_fragment_A(thr_mma.partition_A(sVl))
@@ -315,13 +301,7 @@ class ClusterProjection(Projection):
         for i in cutlass.range_constexpr(self.chunks):
             cute.arch.cp_async_wait_group(self.chunks - 1 - i)     # this thread's copies of chunk i landed
             cute.arch.sync_threads()                                 # everyone's
-            cute.copy(split_copy, split_thr.partition_S(cute.local_tile(sC, (BN, KC), (0, i))), rX)
-            x = rX.load()
-            hi = x.to(cutlass.BFloat16)
-            rHi.store(hi)
-            rLo.store((x - hi.to(cutlass.Float32)).to(cutlass.BFloat16))
-            cute.copy(x_store, rHi, tXh)
-            cute.copy(x_store, rLo, tXl)
+            self._split_chunk(sC, sXh, sXl, i, tidx)
             cute.arch.fence_proxy(cute.arch.ProxyKind.async_shared, space=cute.arch.SharedSpace.shared_cta)
             cute.arch.sync_threads()
             ring.consumer_wait(reads)
