@@ -121,16 +121,9 @@ class Projection:
             cute.copy(v_copy, v_thr.partition_S(cute.local_tile(gVl, (W, KC), (0, i))), rVl)
             in_flight.append((rVh, rVl))
 
-        thr_mma = tiled_mma.get_slice(tidx)
-        tCrVh = tiled_mma.make_fragment_A(thr_mma.partition_A(sVh))
-        tCrVl = tiled_mma.make_fragment_A(thr_mma.partition_A(sVl))
-        tCrXh = tiled_mma.make_fragment_B(thr_mma.partition_B(sXh))
-        tCrXl = tiled_mma.make_fragment_B(thr_mma.partition_B(sXl))
-        gY = cute.make_tensor(mY + cute.assume(b * n * W + col0 * W, divby=W), cute.make_layout((W, BN), stride=(1, W)))
-        tCgY = thr_mma.partition_C(gY)
+        tCgY = self._y_part(mY, b, col0, tiled_mma, tidx)
         acc = cute.make_fragment(tCgY.shape, cutlass.Float32)
         acc.fill(0.0)
-        tiled_mma.set(warpgroup.Field.ACCUMULATE, True)
 
         for i in cutlass.range_constexpr(self.chunks):
             rVh, rVl = in_flight[i % len(in_flight)]
@@ -147,16 +140,37 @@ class Projection:
             cute.arch.fence_proxy(cute.arch.ProxyKind.async_shared, space=cute.arch.SharedSpace.shared_cta)
             cute.arch.sync_threads()
             if cutlass.const_expr(self.products):
-                warpgroup.fence()
-                for k in cutlass.range_constexpr(KC // 16):
-                    cute.gemm(tiled_mma, acc, tCrVh[(None, None, k, 0)], tCrXh[(None, None, k, 0)], acc)
-                    cute.gemm(tiled_mma, acc, tCrVl[(None, None, k, 0)], tCrXh[(None, None, k, 0)], acc)
-                    cute.gemm(tiled_mma, acc, tCrVh[(None, None, k, 0)], tCrXl[(None, None, k, 0)], acc)
-                warpgroup.commit_group()
-                warpgroup.wait_group(0)
+                self._multiply(tiled_mma, acc, sVh, sVl, sXh, sXl, 0, tidx)
             cute.arch.sync_threads()        # both operands' buffers are free again
         for e in cutlass.range_constexpr(cute.size(acc)):
             tCgY[e] = acc[e]
+
+    @cute.jit
+    def _y_part(self, mY: cute.Pointer, b, col0, tiled_mma: cute.TiledMma, tidx):
+        """This thread's entries of Y^T's tile, (W, BN) at Y[b, col0:col0 + BN, :], as the MMA's C."""
+        W = self.width
+        gY = cute.make_tensor(mY + cute.assume(b * self.n * W + col0 * W, divby=W),
+                              cute.make_layout((W, self.columns), stride=(1, W)))
+        return tiled_mma.get_slice(tidx).partition_C(gY)
+
+    @cute.jit
+    def _multiply(self, tiled_mma: cute.TiledMma, acc: cute.Tensor, sVh: cute.Tensor, sVl: cute.Tensor,
+                  sXh: cute.Tensor, sXl: cute.Tensor, stage, tidx):
+        """acc += V_hi^T C_hi + V_lo^T C_hi + V_hi^T C_lo over a chunk (V's buffer `stage`), on wgmma; returns
+        once the products are done (both operands' buffers free)."""
+        thr_mma = tiled_mma.get_slice(tidx)
+        tCrVh = tiled_mma.make_fragment_A(thr_mma.partition_A(sVh))
+        tCrVl = tiled_mma.make_fragment_A(thr_mma.partition_A(sVl))
+        tCrXh = tiled_mma.make_fragment_B(thr_mma.partition_B(sXh))
+        tCrXl = tiled_mma.make_fragment_B(thr_mma.partition_B(sXl))
+        tiled_mma.set(warpgroup.Field.ACCUMULATE, True)
+        warpgroup.fence()
+        for k in cutlass.range_constexpr(KC // 16):
+            cute.gemm(tiled_mma, acc, tCrVh[(None, None, k, stage)], tCrXh[(None, None, k, 0)], acc)
+            cute.gemm(tiled_mma, acc, tCrVl[(None, None, k, stage)], tCrXh[(None, None, k, 0)], acc)
+            cute.gemm(tiled_mma, acc, tCrVh[(None, None, k, stage)], tCrXl[(None, None, k, 0)], acc)
+        warpgroup.commit_group()
+        warpgroup.wait_group(0)
 
     @cute.jit
     def _load_strip(self, mH: cute.Pointer, sC: cute.Tensor, b, col0, tidx):
@@ -238,7 +252,7 @@ class ClusterProjection(Projection):
     def kernel(self, mH: cute.Pointer, mY: cute.Pointer, tma_h: cute.CopyAtom, mVh: cute.Tensor,
                tma_l: cute.CopyAtom, mVl: cute.Tensor, tiled_mma: cute.TiledMma,
                a_layout: cute.ComposedLayout, b_layout: cute.ComposedLayout):
-        n, c, W, BN, T, S, CL = self.n, self.c, self.width, self.columns, self.threads, self.stages, self.cluster
+        c, W, BN, T, S, CL = self.c, self.width, self.columns, self.threads, self.stages, self.cluster
         tidx, _, _ = cute.arch.thread_idx()
         tile, b, _ = cute.arch.block_idx()
         warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
@@ -274,16 +288,9 @@ class ClusterProjection(Projection):
                                              cute.group_modes(gVl, 0, 2))
 
         self._load_strip(mH, sC, b, col0, tidx)
-        thr_mma = tiled_mma.get_slice(tidx)
-        tCrVh = tiled_mma.make_fragment_A(thr_mma.partition_A(sVh))
-        tCrVl = tiled_mma.make_fragment_A(thr_mma.partition_A(sVl))
-        tCrXh = tiled_mma.make_fragment_B(thr_mma.partition_B(sXh))
-        tCrXl = tiled_mma.make_fragment_B(thr_mma.partition_B(sXl))
-        gY = cute.make_tensor(mY + cute.assume(b * n * W + col0 * W, divby=W), cute.make_layout((W, BN), stride=(1, W)))
-        tCgY = thr_mma.partition_C(gY)
+        tCgY = self._y_part(mY, b, col0, tiled_mma, tidx)
         acc = cute.make_fragment(tCgY.shape, cutlass.Float32)
         acc.fill(0.0)
-        tiled_mma.set(warpgroup.Field.ACCUMULATE, True)
         cute.arch.cluster_arrive_relaxed()      # the ring's barriers initialized cluster-wide before any TMA
         cute.arch.cluster_wait()
 
@@ -305,14 +312,7 @@ class ClusterProjection(Projection):
             cute.arch.fence_proxy(cute.arch.ProxyKind.async_shared, space=cute.arch.SharedSpace.shared_cta)
             cute.arch.sync_threads()
             ring.consumer_wait(reads)
-            stage = reads.index
-            warpgroup.fence()
-            for k in cutlass.range_constexpr(KC // 16):
-                cute.gemm(tiled_mma, acc, tCrVh[(None, None, k, stage)], tCrXh[(None, None, k, 0)], acc)
-                cute.gemm(tiled_mma, acc, tCrVl[(None, None, k, stage)], tCrXh[(None, None, k, 0)], acc)
-                cute.gemm(tiled_mma, acc, tCrVh[(None, None, k, stage)], tCrXl[(None, None, k, 0)], acc)
-            warpgroup.commit_group()
-            warpgroup.wait_group(0)
+            self._multiply(tiled_mma, acc, sVh, sVl, sXh, sXl, reads.index, tidx)
             ring.consumer_release(reads)
             reads.advance()
             if cutlass.const_expr(i + S < self.chunks):
