@@ -25,7 +25,8 @@ TMA multicast shared by a cluster of CTAs through a ring of buffers
 Each variant is checked against float64 and timed alone (L2 flushed,
 median); `--parts` also times Projection without the products, the split or
 V's copies. The floors beside them: torch's read of the same columns, and
-main's whole fused W = 64 update of the same c (two reads and a write of C).
+main's whole fused W = 64 updates that a pass of width W replaces (at c, and
+for W = 128 at c + 64 too; two reads and a write of C each).
 All shapes static (one compile per shape, c, W and variant).
 """
 import argparse
@@ -425,11 +426,14 @@ def main(argv: list[str]) -> int:
                 print(f"{c:5d} {width:4d} {name:>9} {err:12.2e} " + " ".join(f"{t:8.1f}" for t in times), flush=True)
             t_read = median_us(lambda: h[:, c:, cols].sum(dim=1), args.reps, device)
             print(f"{c:5d} {width:4d} {'torch read of the columns':>31} {t_read:8.1f}")
-            if width == 2 * submission.PANEL_WIDTH:
-                t = torch.randn(batch, width, width, device=device, generator=g).triu_() * 0.01
-                h2 = h.clone()
-                t_main = median_us(lambda: main_pair_update(h2, t, n, c), args.reps, device)
-                print(f"{c:5d} {width:4d} {'main fused W64 update (all of it)':>31} {t_main:8.1f}")
+            # main's pair updates that a pass of this width replaces: at c, and for W = 128 at c + 64 too
+            pair = 2 * submission.PANEL_WIDTH
+            t = torch.randn(batch, pair, pair, device=device, generator=g).triu_() * 0.01
+            h2 = h.clone()
+            for start in range(c, c + width, pair):
+                if n - start - pair > 0:
+                    t_main = median_us(lambda: main_pair_update(h2, t, n, start), args.reps, device)
+                    print(f"{c:5d} {width:4d} {f'main fused W64 update at c = {start}':>31} {t_main:8.1f}")
     return 0
 
 
