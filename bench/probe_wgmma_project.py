@@ -157,8 +157,9 @@ class Projection:
     @cute.jit
     def _multiply(self, tiled_mma: cute.TiledMma, acc: cute.Tensor, sVh: cute.Tensor, sVl: cute.Tensor,
                   sXh: cute.Tensor, sXl: cute.Tensor, stage, tidx):
-        """acc += V_hi^T C_hi + V_lo^T C_hi + V_hi^T C_lo over a chunk (V's buffer `stage`), on wgmma; returns
-        once the products are done (both operands' buffers free)."""
+        """acc += A_hi B_hi + A_lo B_hi + A_hi B_lo on wgmma, A's pair (sVh, sVl) from its buffer `stage`, B's
+        (sXh, sXl) from its only one (V^T C over a chunk here; T^T Y and V Z in OnePassUpdate); returns once
+        the products are done (both operands' buffers free)."""
         thr_mma = tiled_mma.get_slice(tidx)
         tCrVh = tiled_mma.make_fragment_A(thr_mma.partition_A(sVh))
         tCrVl = tiled_mma.make_fragment_A(thr_mma.partition_A(sVl))
@@ -166,7 +167,7 @@ class Projection:
         tCrXl = tiled_mma.make_fragment_B(thr_mma.partition_B(sXl))
         tiled_mma.set(warpgroup.Field.ACCUMULATE, True)
         warpgroup.fence()
-        for k in cutlass.range_constexpr(KC // 16):
+        for k in cutlass.range_constexpr(cute.size(tCrVh, mode=[2])):
             cute.gemm(tiled_mma, acc, tCrVh[(None, None, k, stage)], tCrXh[(None, None, k, 0)], acc)
             cute.gemm(tiled_mma, acc, tCrVl[(None, None, k, stage)], tCrXh[(None, None, k, 0)], acc)
             cute.gemm(tiled_mma, acc, tCrVh[(None, None, k, stage)], tCrXl[(None, None, k, 0)], acc)
@@ -253,7 +254,7 @@ class ClusterProjection(Projection):
     def kernel(self, mH: cute.Pointer, mY: cute.Pointer, tma_h: cute.CopyAtom, mVh: cute.Tensor,
                tma_l: cute.CopyAtom, mVl: cute.Tensor, tiled_mma: cute.TiledMma,
                a_layout: cute.ComposedLayout, b_layout: cute.ComposedLayout):
-        c, W, BN, T, S, CL = self.c, self.width, self.columns, self.threads, self.stages, self.cluster
+        c, W, BN, S = self.c, self.width, self.columns, self.stages
         tidx, _, _ = cute.arch.thread_idx()
         tile, b, _ = cute.arch.block_idx()
         warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
@@ -272,22 +273,7 @@ class ClusterProjection(Projection):
         sXh = smem.allocate_tensor(cutlass.BFloat16, b_layout.outer, 1024, b_layout.inner)    # (BN, KC, 1)
         sXl = smem.allocate_tensor(cutlass.BFloat16, b_layout.outer, 1024, b_layout.inner)
 
-        # V's ring: the cluster's CTAs along N share each chunk (the A operand's multicast)
-        cta_layout_mnk = cute.make_layout((1, CL, 1))
-        v_bytes = 2 * cute.size_in_bytes(cutlass.BFloat16, cute.slice_(a_layout, (None, None, 0)))
-        ring = pipeline.PipelineTmaAsync.create(
-            barrier_storage=barriers, num_stages=S,
-            producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread),
-            consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, CL * (T // 32)),
-            tx_count=v_bytes, cta_layout_vmnk=cute.make_layout((1, 1, CL, 1)))
-        mask = cute.make_layout_image_mask(cta_layout_mnk, (0, rank, 0), mode=1)
-        gVh = cute.local_tile(mVh, (W, KC), (0, None, b))           # (W, KC, row tiles)
-        gVl = cute.local_tile(mVl, (W, KC), (0, None, b))
-        tVs_h, tVg_h = cpasync.tma_partition(tma_h, rank, cute.make_layout(CL), cute.group_modes(sVh, 0, 2),
-                                             cute.group_modes(gVh, 0, 2))
-        tVs_l, tVg_l = cpasync.tma_partition(tma_l, rank, cute.make_layout(CL), cute.group_modes(sVl, 0, 2),
-                                             cute.group_modes(gVl, 0, 2))
-
+        ring, v_copies = self._v_ring(barriers, a_layout, sVh, sVl, tma_h, mVh, tma_l, mVl, b, rank)
         self._load_strip(mH, sC, b, col0, tidx)
         tCgY = self._y_part(mY, b, col0, tiled_mma, tidx)
         acc = cute.make_fragment(tCgY.shape, cutlass.Float32)
@@ -295,17 +281,10 @@ class ClusterProjection(Projection):
         cute.arch.cluster_arrive_relaxed()      # the ring's barriers initialized cluster-wide before any TMA
         cute.arch.cluster_wait()
 
-        first = c // KC                         # V's row tile of the strip's first chunk
         loads = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, S)
         reads = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, S)
         for i in cutlass.range_constexpr(min(S, self.chunks)):
-            if warp == 0:
-                ring.producer_acquire(loads)
-                cute.copy(tma_h, tVg_h[(None, first + i)], tVs_h[(None, loads.index)],
-                          tma_bar_ptr=ring.producer_get_barrier(loads), mcast_mask=mask)
-                cute.copy(tma_l, tVg_l[(None, first + i)], tVs_l[(None, loads.index)],
-                          tma_bar_ptr=ring.producer_get_barrier(loads), mcast_mask=mask)
-            loads.advance()
+            self._load_v(ring, loads, v_copies, i, warp)
         for i in cutlass.range_constexpr(self.chunks):
             cute.arch.cp_async_wait_group(self.chunks - 1 - i)     # this thread's copies of chunk i landed
             cute.arch.sync_threads()                                 # everyone's
@@ -317,18 +296,47 @@ class ClusterProjection(Projection):
             ring.consumer_release(reads)
             reads.advance()
             if cutlass.const_expr(i + S < self.chunks):
-                if warp == 0:
-                    ring.producer_acquire(loads)
-                    cute.copy(tma_h, tVg_h[(None, first + i + S)], tVs_h[(None, loads.index)],
-                              tma_bar_ptr=ring.producer_get_barrier(loads), mcast_mask=mask)
-                    cute.copy(tma_l, tVg_l[(None, first + i + S)], tVs_l[(None, loads.index)],
-                              tma_bar_ptr=ring.producer_get_barrier(loads), mcast_mask=mask)
-                loads.advance()
+                self._load_v(ring, loads, v_copies, i + S, warp)
             cute.arch.sync_threads()        # the B operand's buffer is free again
         for e in cutlass.range_constexpr(cute.size(acc)):
             tCgY[e] = acc[e]
         cute.arch.cluster_arrive()          # no CTA leaves while a peer may still multicast into it
         cute.arch.cluster_wait()
+
+    @cute.jit
+    def _v_ring(self, barriers, a_layout, sVh, sVl, tma_h, mVh, tma_l, mVl, b, rank):
+        """V's ring over the buffers sVh, sVl (W, KC, stages): full and empty mbarriers across the cluster,
+        whose CTAs along N share each chunk (the A operand's multicast); and each CTA's part of a chunk's
+        copies (`_load_v`)."""
+        W, CL = self.width, self.cluster
+        v_bytes = 2 * cute.size_in_bytes(cutlass.BFloat16, cute.slice_(a_layout, (None, None, 0)))
+        ring = pipeline.PipelineTmaAsync.create(
+            barrier_storage=barriers, num_stages=self.stages,
+            producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread),
+            consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, CL * (self.threads // 32)),
+            tx_count=v_bytes, cta_layout_vmnk=cute.make_layout((1, 1, CL, 1)))
+        mask = cute.make_layout_image_mask(cute.make_layout((1, CL, 1)), (0, rank, 0), mode=1)
+        gVh = cute.local_tile(mVh, (W, KC), (0, None, b))           # (W, KC, row tiles)
+        gVl = cute.local_tile(mVl, (W, KC), (0, None, b))
+        tVs_h, tVg_h = cpasync.tma_partition(tma_h, rank, cute.make_layout(CL), cute.group_modes(sVh, 0, 2),
+                                             cute.group_modes(gVh, 0, 2))
+        tVs_l, tVg_l = cpasync.tma_partition(tma_l, rank, cute.make_layout(CL), cute.group_modes(sVl, 0, 2),
+                                             cute.group_modes(gVl, 0, 2))
+        return ring, (tma_h, tVs_h, tVg_h, tma_l, tVs_l, tVg_l, mask)
+
+    @cute.jit
+    def _load_v(self, ring, loads, v_copies, chunk: cutlass.Constexpr, warp):
+        """Warp 0: V's chunk `chunk` of the strip (rows c + KC chunk on) into the ring's next buffer, this CTA's
+        part multicast to the cluster; every thread advances the producer state."""
+        tma_h, tVs_h, tVg_h, tma_l, tVs_l, tVg_l, mask = v_copies
+        row_tile = self.c // KC + chunk
+        if warp == 0:
+            ring.producer_acquire(loads)
+            cute.copy(tma_h, tVg_h[(None, row_tile)], tVs_h[(None, loads.index)],
+                      tma_bar_ptr=ring.producer_get_barrier(loads), mcast_mask=mask)
+            cute.copy(tma_l, tVg_l[(None, row_tile)], tVs_l[(None, loads.index)],
+                      tma_bar_ptr=ring.producer_get_barrier(loads), mcast_mask=mask)
+        loads.advance()
 
 
 def pointers(h: torch.Tensor, vh: torch.Tensor, vl: torch.Tensor, y: torch.Tensor) -> tuple:
