@@ -2,6 +2,7 @@
 
     python bench/probe_wgmma_project.py [--shape 640x512] [--columns 0,128,256] [--widths 64,128]
         [--variants 32:2:0,64:1:4,64:2:4:2] [--parts] [--reps 7]
+    python bench/probe_wgmma_project.py --update --widths 128 --variants 32:2:0:4   # the whole one-pass update
     python bench/probe_wgmma_project.py --compile-only ...   # builds the first variant here (PTX kept), no GPU
 
 The question: can a trailing update read each trailing column once at
@@ -20,7 +21,9 @@ Y^T += V_hi^T C_hi + V_lo^T C_hi + V_hi^T C_lo on W / 64 warpgroups (wgmma,
 both operands from shared memory). V's chunks (bf16 planes, made by the
 host here) come through registers a few chunks ahead (`Projection`), or by
 TMA multicast shared by a cluster of CTAs through a ring of buffers
-(`ClusterProjection`, a variant's fourth entry). Y^T goes to global memory.
+(`ClusterProjection`, a variant's fourth entry). Y goes to global memory.
+With --update, `OnePassUpdate` goes on to Z = T^T Y and C - V Z from the
+strip, storing C: the whole update, C read and written once.
 
 Each variant is checked against float64 and timed alone (L2 flushed,
 median); `--parts` also times Projection without the products, the split or
@@ -51,6 +54,7 @@ from cutlass.utils import LayoutEnum, SmemAllocator  # noqa: E402
 
 KC = 64         # rows of a chunk (four k-steps of 16)
 WARPGROUP = 128
+SHARED_MEMORY = 227 * 1024      # dynamic shared memory a CTA may take on H200
 
 
 class Projection:
@@ -254,24 +258,10 @@ class ClusterProjection(Projection):
     def kernel(self, mH: cute.Pointer, mY: cute.Pointer, tma_h: cute.CopyAtom, mVh: cute.Tensor,
                tma_l: cute.CopyAtom, mVl: cute.Tensor, tiled_mma: cute.TiledMma,
                a_layout: cute.ComposedLayout, b_layout: cute.ComposedLayout):
-        c, W, BN, S = self.c, self.width, self.columns, self.stages
-        tidx, _, _ = cute.arch.thread_idx()
-        tile, b, _ = cute.arch.block_idx()
-        warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
-        rank = cute.arch.make_warp_uniform(cute.arch.block_idx_in_cluster())
-        col0 = c + W + tile * BN
-        rows = self.chunks * KC
-        if warp == 0:
-            cpasync.prefetch_descriptor(tma_h)
-            cpasync.prefetch_descriptor(tma_l)
-
+        S = self.stages
+        tidx, b, warp, rank, col0 = self._cta(tma_h, tma_l)
         smem = SmemAllocator()
-        barriers = smem.allocate_array(cutlass.Int64, 2 * S)
-        sC = smem.allocate_tensor(cutlass.Float32, cute.make_layout((BN, rows), stride=(1, BN + self.pad)), 16)
-        sVh = smem.allocate_tensor(cutlass.BFloat16, a_layout.outer, 1024, a_layout.inner)    # (W, KC, S)
-        sVl = smem.allocate_tensor(cutlass.BFloat16, a_layout.outer, 1024, a_layout.inner)
-        sXh = smem.allocate_tensor(cutlass.BFloat16, b_layout.outer, 1024, b_layout.inner)    # (BN, KC, 1)
-        sXl = smem.allocate_tensor(cutlass.BFloat16, b_layout.outer, 1024, b_layout.inner)
+        barriers, sC, sVh, sVl, sXh, sXl = self._pass_one_buffers(smem, a_layout, b_layout)
 
         ring, v_copies = self._v_ring(barriers, a_layout, sVh, sVl, tma_h, mVh, tma_l, mVl, b, rank)
         self._load_strip(mH, sC, b, col0, tidx)
@@ -302,6 +292,33 @@ class ClusterProjection(Projection):
             tCgY[e] = acc[e]
         cute.arch.cluster_arrive()          # no CTA leaves while a peer may still multicast into it
         cute.arch.cluster_wait()
+
+    @cute.jit
+    def _cta(self, tma_h: cute.CopyAtom, tma_l: cute.CopyAtom):
+        """(thread, matrix, warp, rank in the cluster, first strip column) of this thread's CTA; warp 0
+        prefetches V's TMA descriptors."""
+        tidx, _, _ = cute.arch.thread_idx()
+        tile, b, _ = cute.arch.block_idx()
+        warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+        rank = cute.arch.make_warp_uniform(cute.arch.block_idx_in_cluster())
+        if warp == 0:
+            cpasync.prefetch_descriptor(tma_h)
+            cpasync.prefetch_descriptor(tma_l)
+        return tidx, b, warp, rank, self.c + self.width + tile * self.columns
+
+    @cute.jit
+    def _pass_one_buffers(self, smem, a_layout: cute.ComposedLayout, b_layout: cute.ComposedLayout):
+        """V's ring's mbarriers, the strip (BN, rows), V's ring (W, KC, stages) and C's split chunk
+        (BN, KC), each a bf16 pair."""
+        BN = self.columns
+        barriers = smem.allocate_array(cutlass.Int64, 2 * self.stages)
+        sC = smem.allocate_tensor(cutlass.Float32,
+                                  cute.make_layout((BN, self.chunks * KC), stride=(1, BN + self.pad)), 16)
+        sVh = smem.allocate_tensor(cutlass.BFloat16, a_layout.outer, 1024, a_layout.inner)
+        sVl = smem.allocate_tensor(cutlass.BFloat16, a_layout.outer, 1024, a_layout.inner)
+        sXh = smem.allocate_tensor(cutlass.BFloat16, b_layout.outer, 1024, b_layout.inner)
+        sXl = smem.allocate_tensor(cutlass.BFloat16, b_layout.outer, 1024, b_layout.inner)
+        return barriers, sC, sVh, sVl, sXh, sXl
 
     @cute.jit
     def _v_ring(self, barriers, a_layout, sVh, sVl, tma_h, mVh, tma_l, mVl, b, rank):
@@ -339,6 +356,160 @@ class ClusterProjection(Projection):
         loads.advance()
 
 
+class OnePassUpdate(ClusterProjection):
+    """C := C - V T^T V^T C over a CTA's strip of BN trailing columns, C read and written once: V^T C as in
+    ClusterProjection (Y in the accumulators), Z = T^T Y on wgmma (T's bf16 pair staged by cp.async at the
+    start, Y's pair in shared memory), then per chunk C - V Z on wgmma with the chunk's accumulators taken
+    from the strip (V's chunks through the ring a second time, as the K-major A operand over the same bytes,
+    which are 64-element rows under the same swizzle either way; Z's pair negated), and the chunk stored."""
+
+    def __init__(self, batch: int, n: int, c: int, width: int, columns: int = 32, stages: int = 2,
+                 pad: int = 0, cluster: int = 4):
+        super().__init__(batch, n, c, width, columns, stages, pad, cluster)
+
+    def shared_bytes(self) -> int:
+        """Shared memory a CTA takes: the strip, V's ring, and the bf16 pairs of C's split chunk, T and Y
+        (each buffer aligned to 1 KB)."""
+        W, BN = self.width, self.columns
+        buffers = (4 * self.chunks * KC * (BN + self.pad), 4 * self.stages * W * KC, 4 * BN * KC, 4 * W * W,
+                   4 * BN * W)
+        return 16 * self.stages + sum(-(-x // 1024) * 1024 for x in buffers)
+
+    @cute.jit
+    def __call__(self, mH: cute.Pointer, mVh: cute.Pointer, mVl: cute.Pointer, mTh: cute.Pointer,
+                 mTl: cute.Pointer, stream):
+        """h (batch, n, n) float32, updated in place; V's planes (batch, n, W) and T's (batch, W, W, T[l, i]
+        row-major) bfloat16, contiguous, by their first element's address."""
+        W, BN, n, S = self.width, self.columns, self.n, self.stages
+        bf16, MN, K = cutlass.BFloat16, warpgroup.OperandMajorMode.MN, warpgroup.OperandMajorMode.K
+        tiled_mma = sm90_utils.make_trivial_tiled_mma(bf16, bf16, MN, MN, cutlass.Float32, (W // 64, 1, 1), (64, BN))
+        update_mma = sm90_utils.make_trivial_tiled_mma(bf16, bf16, K, MN, cutlass.Float32, (1, 2, 1), (KC, BN // 2))
+        layouts = (
+            sm90_utils.make_smem_layout_a(LayoutEnum.COL_MAJOR, (W, BN, KC), bf16, S),   # V^T's chunks (W, KC, S)
+            sm90_utils.make_smem_layout_a(LayoutEnum.ROW_MAJOR, (KC, BN, W), bf16, S),   # the same as V's (KC, W, S)
+            sm90_utils.make_smem_layout_b(LayoutEnum.COL_MAJOR, (W, BN, KC), bf16, 1),   # C's split chunk (BN, KC)
+            sm90_utils.make_smem_layout_a(LayoutEnum.COL_MAJOR, (W, BN, W), bf16, 1),    # T^T (W, W)
+            sm90_utils.make_smem_layout_b(LayoutEnum.COL_MAJOR, (W, BN, W), bf16, 1),    # Y's, then -Z's (BN, W)
+        )
+        v_layout = cute.make_layout((W, n, self.batch), stride=(1, W, n * W))
+        op = cpasync.CopyBulkTensorTileG2SMulticastOp()
+        one_stage = cute.slice_(layouts[0], (None, None, 0))
+        tma_h, tma_vh = cpasync.make_tiled_tma_atom(op, cute.make_tensor(mVh, v_layout), one_stage, (W, KC),
+                                                    num_multicast=self.cluster)
+        tma_l, tma_vl = cpasync.make_tiled_tma_atom(op, cute.make_tensor(mVl, v_layout), one_stage, (W, KC),
+                                                    num_multicast=self.cluster)
+        self.kernel(mH, mTh, mTl, tma_h, tma_vh, tma_l, tma_vl, tiled_mma, update_mma, *layouts).launch(
+            grid=((n - self.c - W) // BN, self.batch, 1), block=(self.threads, 1, 1),
+            cluster=(self.cluster, 1, 1), stream=stream)
+
+    @cute.kernel
+    def kernel(self, mH: cute.Pointer, mTh: cute.Pointer, mTl: cute.Pointer, tma_h: cute.CopyAtom,
+               mVh: cute.Tensor, tma_l: cute.CopyAtom, mVl: cute.Tensor, tiled_mma: cute.TiledMma,
+               update_mma: cute.TiledMma, a_layout: cute.ComposedLayout, av_layout: cute.ComposedLayout,
+               b_layout: cute.ComposedLayout, t_layout: cute.ComposedLayout, y_layout: cute.ComposedLayout):
+        n, c, BN, S, N = self.n, self.c, self.columns, self.stages, self.chunks
+        tidx, b, warp, rank, col0 = self._cta(tma_h, tma_l)
+        rows = N * KC
+        smem = SmemAllocator()
+        barriers, sC, sVh, sVl, sXh, sXl = self._pass_one_buffers(smem, a_layout, b_layout)
+        sTh = smem.allocate_tensor(cutlass.BFloat16, t_layout.outer, 1024, t_layout.inner)
+        sTl = smem.allocate_tensor(cutlass.BFloat16, t_layout.outer, 1024, t_layout.inner)
+        sYh = smem.allocate_tensor(cutlass.BFloat16, y_layout.outer, 1024, y_layout.inner)
+        sYl = smem.allocate_tensor(cutlass.BFloat16, y_layout.outer, 1024, y_layout.inner)
+        sVh_rows = cute.make_tensor(sVh.iterator, av_layout.outer)      # V's chunks as (KC, W, S)
+        sVl_rows = cute.make_tensor(sVl.iterator, av_layout.outer)
+        # Y's pair as the (W, BN) tile the accumulators cover
+        tYh = tiled_mma.get_slice(tidx).partition_C(
+            cute.make_tensor(sYh.iterator, cute.select(y_layout.outer, mode=[1, 0])))
+        tYl = tiled_mma.get_slice(tidx).partition_C(
+            cute.make_tensor(sYl.iterator, cute.select(y_layout.outer, mode=[1, 0])))
+
+        ring, v_copies = self._v_ring(barriers, a_layout, sVh, sVl, tma_h, mVh, tma_l, mVl, b, rank)
+        self._load_t(mTh, sTh, b, tidx)
+        self._load_t(mTl, sTl, b, tidx)
+        cute.arch.cp_async_commit_group()       # T's group first: waiting for chunk i then waits for T too
+        self._load_strip(mH, sC, b, col0, tidx)
+        acc = cute.make_fragment(tYh.shape, cutlass.Float32)
+        acc.fill(0.0)
+        cute.arch.cluster_arrive_relaxed()      # the ring's barriers initialized cluster-wide before any TMA
+        cute.arch.cluster_wait()
+
+        loads = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, S)
+        reads = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, S)
+        for q in cutlass.range_constexpr(S):            # V's loads: the chunks twice, in the order read
+            self._load_v(ring, loads, v_copies, q % N, warp)
+        # ----- Y := V^T C -----
+        for i in cutlass.range_constexpr(N):
+            cute.arch.cp_async_wait_group(N - 1 - i)
+            cute.arch.sync_threads()
+            self._split_chunk(sC, sXh, sXl, i, tidx)
+            cute.arch.fence_proxy(cute.arch.ProxyKind.async_shared, space=cute.arch.SharedSpace.shared_cta)
+            cute.arch.sync_threads()
+            ring.consumer_wait(reads)
+            self._multiply(tiled_mma, acc, sVh, sVl, sXh, sXl, reads.index, tidx)
+            ring.consumer_release(reads)
+            reads.advance()
+            if cutlass.const_expr(i + S < 2 * N):
+                self._load_v(ring, loads, v_copies, (i + S) % N, warp)
+            cute.arch.sync_threads()
+        # ----- Z := T^T Y, then -Z's pair in Y's place -----
+        self._store_pair(acc.load(), tYh, tYl)
+        cute.arch.fence_proxy(cute.arch.ProxyKind.async_shared, space=cute.arch.SharedSpace.shared_cta)
+        cute.arch.sync_threads()
+        acc.fill(0.0)
+        self._multiply(tiled_mma, acc, sTh, sTl, sYh, sYl, 0, tidx)
+        cute.arch.sync_threads()
+        self._store_pair(-acc.load(), tYh, tYl)
+        cute.arch.fence_proxy(cute.arch.ProxyKind.async_shared, space=cute.arch.SharedSpace.shared_cta)
+        cute.arch.sync_threads()
+        # ----- C := C - V Z, a chunk at a time from the strip, stored -----
+        thr_u = update_mma.get_slice(tidx)
+        sC_rows = cute.make_tensor(sC.iterator, cute.make_layout((rows, BN), stride=(BN + self.pad, 1)))
+        gC_rows = cute.make_tensor(mH + cute.assume(b * n * n + c * n + col0, divby=BN),
+                                   cute.make_layout((rows, BN), stride=(n, 1)))
+        for i in cutlass.range_constexpr(N):
+            tCs = thr_u.partition_C(cute.local_tile(sC_rows, (KC, BN), (i, 0)))
+            tCg = thr_u.partition_C(cute.local_tile(gC_rows, (KC, BN), (i, 0)))
+            accC = cute.make_fragment(tCs.shape, cutlass.Float32)
+            for e in cutlass.range_constexpr(cute.size(accC)):
+                accC[e] = tCs[e]
+            ring.consumer_wait(reads)
+            self._multiply(update_mma, accC, sVh_rows, sVl_rows, sYh, sYl, reads.index, tidx)
+            ring.consumer_release(reads)
+            reads.advance()
+            if cutlass.const_expr(N + i + S < 2 * N):
+                self._load_v(ring, loads, v_copies, (i + S) % N, warp)
+            for e in cutlass.range_constexpr(cute.size(accC)):
+                tCg[e] = accC[e]
+        cute.arch.cluster_arrive()          # no CTA leaves while a peer may still multicast into it
+        cute.arch.cluster_wait()
+
+    @cute.jit
+    def _load_t(self, mT: cute.Pointer, sT: cute.Tensor, b, tidx):
+        """Start the cp.async copies of matrix b's T plane (W x W bf16, T[l, i] at l W + i) into sT as T^T's
+        (i, l), 8 entries a copy."""
+        W, T = self.width, self.threads
+        gT = cute.make_tensor(mT + cute.assume(b * W * W, divby=W), cute.make_layout((W, W), stride=(1, W)))
+        copy = cute.make_tiled_copy_tv(
+            cute.make_copy_atom(cpasync.CopyG2SOp(), cutlass.BFloat16, num_bits_per_copy=128),
+            cute.make_layout((W // 8, T // (W // 8)), stride=(1, W // 8)), cute.make_layout((8, 1)))
+        thr = copy.get_slice(tidx)
+        cute.copy(copy, thr.partition_S(gT), thr.partition_D(sT[(None, None, 0)]))
+
+    @cute.jit
+    def _store_pair(self, x, tHi: cute.Tensor, tLo: cute.Tensor):
+        """The bf16 pair of the values x (this thread's accumulator entries) into the partitions tHi, tLo:
+        hi = bf16(x), lo = bf16(x - hi)."""
+        hi = x.to(cutlass.BFloat16)
+        lo = (x - hi.to(cutlass.Float32)).to(cutlass.BFloat16)
+        rHi = cute.make_fragment(tHi.shape, cutlass.BFloat16)
+        rLo = cute.make_fragment(tLo.shape, cutlass.BFloat16)
+        rHi.store(hi)
+        rLo.store(lo)
+        cute.autovec_copy(rHi, tHi)
+        cute.autovec_copy(rLo, tLo)
+
+
 def pointers(h: torch.Tensor, vh: torch.Tensor, vl: torch.Tensor, y: torch.Tensor) -> tuple:
     types = (cutlass.Float32, cutlass.BFloat16, cutlass.BFloat16, cutlass.Float32)
     return tuple(make_ptr(t, x.data_ptr(), cute.AddressSpace.gmem, assumed_align=16) for t, x in zip(types, (h, vh, vl, y)))
@@ -356,6 +527,14 @@ def compile_projection(n: int, c: int, width: int, batch: int, variant: tuple, p
     else:
         projection = Projection(batch, n, c, width, *variant, parts=parts)
     return cute.compile(projection, *null, cuda.CUstream(0))
+
+
+def compile_update(n: int, c: int, width: int, batch: int, variant: tuple):
+    """OnePassUpdate of `variant` (columns a CTA, V's ring buffers, strip row padding, cluster size)."""
+    import cuda.bindings.driver as cuda
+    null = (make_ptr(t, 0, cute.AddressSpace.gmem, assumed_align=16)
+            for t in (cutlass.Float32, cutlass.BFloat16, cutlass.BFloat16, cutlass.BFloat16, cutlass.BFloat16))
+    return cute.compile(OnePassUpdate(batch, n, c, width, *variant), *null, cuda.CUstream(0))
 
 
 def median_us(launch, reps: int, device) -> float:
@@ -382,6 +561,8 @@ def main(argv: list[str]) -> int:
                              "chunks, the second entry then V's ring buffers], comma-separated")
     parser.add_argument("--parts", action="store_true", help="also time each variant without products / split / V")
     parser.add_argument("--reps", type=int, default=7)
+    parser.add_argument("--update", action="store_true",
+                        help="the whole one-pass update (OnePassUpdate; variants of four entries)")
     parser.add_argument("--compile-only", action="store_true")
     args = parser.parse_args(argv)
     batch, n = map(int, args.shape.split("x"))
@@ -391,7 +572,7 @@ def main(argv: list[str]) -> int:
     if args.compile_only:           # here: each process builds one kernel (the first load fails without a GPU)
         os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
         try:
-            compile_projection(n, columns[0], widths[0], 2, variants[0])
+            (compile_update if args.update else compile_projection)(n, columns[0], widths[0], 2, variants[0])
             print("compiled")
         except Exception as error:
             print(f"{type(error).__name__}: {str(error)[:400]}")
@@ -406,6 +587,8 @@ def main(argv: list[str]) -> int:
     g = torch.Generator(device=device).manual_seed(7)
     h = torch.randn(batch, n, n, device=device, generator=g)
     print(f"{torch.cuda.get_device_name()}; {batch}x{n}; median of {args.reps}, L2 flushed, us")
+    if args.update:
+        return time_updates(h, columns, widths, variants, args.reps, g, stream, main_pair_update)
     print(f"{'c':>5} {'W':>4} {'variant':>9} {'max rel err':>12} {'V^T C':>8} {'no products':>8} {'no split':>8} "
           f"{'no V':>8}")
     for c in columns:
@@ -441,6 +624,54 @@ def main(argv: list[str]) -> int:
             for start in range(c, c + width, pair):
                 if n - start - pair > 0:
                     t_main = median_us(lambda: main_pair_update(h2, t, n, start), args.reps, device)
+                    print(f"{c:5d} {width:4d} {f'main fused W64 update at c = {start}':>31} {t_main:8.1f}")
+    return 0
+
+
+def time_updates(h, columns, widths, variants, reps: int, g, stream, main_pair_update) -> int:
+    """OnePassUpdate against float64 and timed, beside main's W = 64 passes it replaces."""
+    import submission
+    batch, n, _ = h.shape
+    device = h.device
+    print(f"{'c':>5} {'W':>4} {'variant':>11} {'max rel err':>12} {'one pass':>9}")
+    for c in columns:
+        for width in widths:
+            v = torch.randn(batch, n, width, device=device, generator=g) / n ** 0.5
+            t = (torch.randn(batch, width, width, device=device, generator=g) / width ** 0.5).triu_()
+            planes = [x.to(torch.bfloat16) for x in (v, t)]
+            planes = [(p, (x - p.float()).to(torch.bfloat16)) for x, p in zip((v, t), planes)]
+            (vh, vl), (th, tl) = planes
+            rows, cols = slice(c, n), slice(c + width, n)
+            v64 = (vh.double() + vl.double())[:, rows]
+            t64 = th.double() + tl.double()
+            c64 = h[:, rows, cols].double()
+            exact = c64 - v64 @ (t64.transpose(1, 2) @ (v64.transpose(1, 2) @ c64))
+            for variant in variants:
+                tiles, rest = divmod(n - c - width, variant[0])
+                if len(variant) != 4 or rest or tiles % variant[3]:
+                    continue
+                name = ":".join(map(str, variant))
+                need = OnePassUpdate(batch, n, c, width, *variant).shared_bytes()
+                if need > SHARED_MEMORY:
+                    print(f"{c:5d} {width:4d} {name:>11} needs {need >> 10} KB of shared memory: skipped")
+                    continue
+                fn = compile_update(n, c, width, batch, variant)
+                h1 = h.clone()
+                ptrs = [make_ptr(ty, x.data_ptr(), cute.AddressSpace.gmem, assumed_align=16) for ty, x in
+                        zip((cutlass.Float32,) + (cutlass.BFloat16,) * 4, (h1, vh, vl, th, tl))]
+                fn(*ptrs, stream)
+                torch.cuda.synchronize()
+                err = ((h1[:, rows, cols].double() - exact).abs().max() / exact.abs().max()).item()
+                untouched = torch.equal(h1[:, :, :c + width], h[:, :, :c + width])
+                t_one = median_us(lambda: fn(*ptrs, stream), reps, device)
+                print(f"{c:5d} {width:4d} {name:>11} {err:12.2e} {t_one:9.1f}"
+                      + ("" if untouched else "  (columns left of the strip changed!)"), flush=True)
+            pair = 2 * submission.PANEL_WIDTH
+            t_pair = torch.randn(batch, pair, pair, device=device, generator=g).triu_() * 0.01
+            h2 = h.clone()
+            for start in range(c, c + width, pair):
+                if n - start - pair > 0:
+                    t_main = median_us(lambda: main_pair_update(h2, t_pair, n, start), reps, device)
                     print(f"{c:5d} {width:4d} {f'main fused W64 update at c = {start}':>31} {t_main:8.1f}")
     return 0
 
