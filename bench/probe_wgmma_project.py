@@ -258,7 +258,6 @@ class ClusterProjection(Projection):
     def kernel(self, mH: cute.Pointer, mY: cute.Pointer, tma_h: cute.CopyAtom, mVh: cute.Tensor,
                tma_l: cute.CopyAtom, mVl: cute.Tensor, tiled_mma: cute.TiledMma,
                a_layout: cute.ComposedLayout, b_layout: cute.ComposedLayout):
-        S = self.stages
         tidx, b, warp, rank, col0 = self._cta(tma_h, tma_l)
         smem = SmemAllocator()
         barriers, sC, sVh, sVl, sXh, sXl = self._pass_one_buffers(smem, a_layout, b_layout)
@@ -271,23 +270,7 @@ class ClusterProjection(Projection):
         cute.arch.cluster_arrive_relaxed()      # the ring's barriers initialized cluster-wide before any TMA
         cute.arch.cluster_wait()
 
-        loads = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, S)
-        reads = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, S)
-        for i in cutlass.range_constexpr(min(S, self.chunks)):
-            self._load_v(ring, loads, v_copies, i, warp)
-        for i in cutlass.range_constexpr(self.chunks):
-            cute.arch.cp_async_wait_group(self.chunks - 1 - i)     # this thread's copies of chunk i landed
-            cute.arch.sync_threads()                                 # everyone's
-            self._split_chunk(sC, sXh, sXl, i, tidx)
-            cute.arch.fence_proxy(cute.arch.ProxyKind.async_shared, space=cute.arch.SharedSpace.shared_cta)
-            cute.arch.sync_threads()
-            ring.consumer_wait(reads)
-            self._multiply(tiled_mma, acc, sVh, sVl, sXh, sXl, reads.index, tidx)
-            ring.consumer_release(reads)
-            reads.advance()
-            if cutlass.const_expr(i + S < self.chunks):
-                self._load_v(ring, loads, v_copies, i + S, warp)
-            cute.arch.sync_threads()        # the B operand's buffer is free again
+        self._pass_one(ring, v_copies, self.chunks, sC, sVh, sVl, sXh, sXl, tiled_mma, acc, warp, tidx)
         for e in cutlass.range_constexpr(cute.size(acc)):
             tCgY[e] = acc[e]
         cute.arch.cluster_arrive()          # no CTA leaves while a peer may still multicast into it
@@ -319,6 +302,32 @@ class ClusterProjection(Projection):
         sXh = smem.allocate_tensor(cutlass.BFloat16, b_layout.outer, 1024, b_layout.inner)
         sXl = smem.allocate_tensor(cutlass.BFloat16, b_layout.outer, 1024, b_layout.inner)
         return barriers, sC, sVh, sVl, sXh, sXl
+
+    @cute.jit
+    def _pass_one(self, ring, v_copies, loads_total: cutlass.Constexpr, sC, sVh, sVl, sXh, sXl,
+                  tiled_mma: cute.TiledMma, acc: cute.Tensor, warp, tidx):
+        """acc += V^T C over the strip, a chunk at a time as it lands (split into C's pair, V's chunk from
+        the ring); V's loads run `stages` ahead, through the first `loads_total` of the sequence chunk 0,
+        1, ..., chunks - 1, 0, 1, .... Returns the ring's (producer, consumer) states."""
+        S, N = self.stages, self.chunks
+        loads = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, S)
+        reads = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, S)
+        for q in cutlass.range_constexpr(min(S, loads_total)):
+            self._load_v(ring, loads, v_copies, q % N, warp)
+        for i in cutlass.range_constexpr(N):
+            cute.arch.cp_async_wait_group(N - 1 - i)     # this thread's copies of chunk i landed (T's before)
+            cute.arch.sync_threads()                       # everyone's
+            self._split_chunk(sC, sXh, sXl, i, tidx)
+            cute.arch.fence_proxy(cute.arch.ProxyKind.async_shared, space=cute.arch.SharedSpace.shared_cta)
+            cute.arch.sync_threads()
+            ring.consumer_wait(reads)
+            self._multiply(tiled_mma, acc, sVh, sVl, sXh, sXl, reads.index, tidx)
+            ring.consumer_release(reads)
+            reads.advance()
+            if cutlass.const_expr(i + S < loads_total):
+                self._load_v(ring, loads, v_copies, (i + S) % N, warp)
+            cute.arch.sync_threads()        # C's pair buffer is free again
+        return loads, reads
 
     @cute.jit
     def _v_ring(self, barriers, a_layout, sVh, sVl, tma_h, mVh, tma_l, mVl, b, rank):
@@ -434,24 +443,8 @@ class OnePassUpdate(ClusterProjection):
         cute.arch.cluster_arrive_relaxed()      # the ring's barriers initialized cluster-wide before any TMA
         cute.arch.cluster_wait()
 
-        loads = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, S)
-        reads = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, S)
-        for q in cutlass.range_constexpr(S):            # V's loads: the chunks twice, in the order read
-            self._load_v(ring, loads, v_copies, q % N, warp)
-        # ----- Y := V^T C -----
-        for i in cutlass.range_constexpr(N):
-            cute.arch.cp_async_wait_group(N - 1 - i)
-            cute.arch.sync_threads()
-            self._split_chunk(sC, sXh, sXl, i, tidx)
-            cute.arch.fence_proxy(cute.arch.ProxyKind.async_shared, space=cute.arch.SharedSpace.shared_cta)
-            cute.arch.sync_threads()
-            ring.consumer_wait(reads)
-            self._multiply(tiled_mma, acc, sVh, sVl, sXh, sXl, reads.index, tidx)
-            ring.consumer_release(reads)
-            reads.advance()
-            if cutlass.const_expr(i + S < 2 * N):
-                self._load_v(ring, loads, v_copies, (i + S) % N, warp)
-            cute.arch.sync_threads()
+        # ----- Y := V^T C; V's loads go on into the second pass's (the chunks again, in the order read) -----
+        loads, reads = self._pass_one(ring, v_copies, 2 * N, sC, sVh, sVl, sXh, sXl, tiled_mma, acc, warp, tidx)
         # ----- Z := T^T Y, then -Z's pair in Y's place -----
         self._store_pair(acc.load(), tYh, tYl)
         cute.arch.fence_proxy(cute.arch.ProxyKind.async_shared, space=cute.arch.SharedSpace.shared_cta)
