@@ -2174,6 +2174,12 @@ def schedule(batch: int, n: int, end: int, lookahead: bool, sms: int) -> list[St
     return steps
 
 
+def merging_panels(steps: list[Step]) -> dict[int, int]:
+    """The pairs' second panels, which write their pair's merged T: panel index -> the parity of its step
+    (the merged T's buffer)."""
+    return {step.c // PANEL_WIDTH + 1: p % 2 for p, step in enumerate(steps) if step.pair}
+
+
 # whether a compiled kernel's launcher takes every parameter in order (earlier releases: all but constexprs)
 _RELAUNCHES = tuple(int(part) for part in triton.__version__.split(".")[:2]) >= RELAUNCH_MIN_TRITON
 
@@ -2412,7 +2418,7 @@ class Factorization:
         # each panel's T: single panels alternate between self.t's two buffers, a pair's second panel writes
         # the pair's merged T (`merges`)
         starts = range(0, end, width)
-        merging = {step.c // width + 1: p % 2 for p, step in enumerate(self.steps) if step.pair}
+        merging = merging_panels(self.steps)
         t_of_panel = [self.t_pair[merging[k]] if k in merging else self.t[k % 2] for k in range(len(starts))]
         buffers_t = {t.data_ptr(): t for t in t_of_panel}
         views = {ptr: _cute_tensor(t) for ptr, t in buffers_t.items()}

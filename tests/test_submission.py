@@ -219,7 +219,7 @@ def _queued_kernels(batch: int, n: int, end: int, lookahead: bool, monkeypatch) 
     f.y_next, f.y_rest = torch.zeros(1), torch.zeros(1)
     f.size, f.side = torch.zeros(batch), _Stream("side")
     panels = -(-end // W)
-    merging = {step.c // W + 1: p % 2 for p, step in enumerate(f.steps) if step.pair}
+    merging = submission.merging_panels(f.steps)
     f._cute_args = lambda h, tau: [(f.t_pair[merging[k]] if k in merging else f.t[k % 2],) for k in range(panels)]
     f._bind_panels = lambda cute_args, stream: None     # each panel launched with its own arguments
     f.panels = [panel] * panels
