@@ -104,7 +104,7 @@ SQUARE_RING = 4             # mbarriers per copy: a peer's columns of block b co
 # 640x512, in several waves, +0 to +30% for squares of 64 to 224)
 SQUARE_TAIL_MAX_N = 232
 # threads of a panel CTA by cluster size (H200): one CTA per matrix takes 256, three CTAs' registers
-# an SM at 80 a thread (640x512 panels 5.4 vs 6.9 ms at 512; fewer rows: PANEL_NARROW); 2-8 CTAs
+# an SM at 80 a thread, unless it is alone on its SM (`resident`: PANEL_ALONE's threads) (640x512 panels 5.4 vs 6.9 ms at 512; fewer rows: PANEL_NARROW); 2-8 CTAs
 # hold few rows and gain from 16 warps (60x1024 panels 4.7 vs 5.1 ms, 2x4096 on 8 CTAs 13.9 vs
 # 17.8 ms); 16 CTAs serve only n > 4096, where a CTA may hold up to PANEL_MAX_ROWS rows and needs a
 # lane's 255 registers
@@ -143,9 +143,14 @@ TRAIL_STAGES = 1
 TRAIL_IEEE_MAX_W = tl.constexpr(32)     # wider updates form T^T V^T C on tensor cores (3xBF16), not in float32 FMA
 MAX_CACHED_SHAPES = 16      # (device, batch, n) whose buffers and CUDA graph stay alive ...
 MAX_CACHED_BYTES = 2 << 30  # ... while their buffers take at most this much device memory
-# look-ahead (panel k+1 factored while panel k's trailing update runs) for cluster plans from this n;
-# H200: -6% at 60x1024, -8% at 8x2048, -14% at 2x4096; +1-2% at 640x512 (G=1) and 40x352
+# look-ahead (panel k+1 factored while panel k's trailing update runs) from this n, where one CTA a
+# matrix takes at most LOOKAHEAD_FILL of the SMs; H200: -6% at 60x1024, -8% at 8x2048, -14% at 2x4096;
+# +1-2% at 640x512 (G=1) and 40x352
 LOOKAHEAD_MIN_N = 1024
+# ... and there the panels take at most this share of the SMs (CLUSTER_FILL's place), leaving the rest to
+# the trailing updates (H200, 60x1024: one CTA a matrix 3.60 ms against 3.81 on clusters of 2, whose
+# panels held 120 of the 132 SMs while they ran)
+LOOKAHEAD_FILL = 0.5
 LOOKAHEAD_BLOCK_N = 32      # columns of a tile of the next panel's update
 # panels go in pairs, merged into one block reflector of 2 x PANEL_WIDTH columns for one pass over the
 # trailing columns instead of two, while the trailing matrices hold at least this many bytes and that
@@ -1989,7 +1994,8 @@ def _round_up(x: int, step: int) -> int:
 def blocked_plan(n: int, cluster: int, resident: bool) -> Plan:
     """PANEL_WIDTH-column panels of n rows, split by rows over `cluster` CTAs."""
     rows = _round_up(-(-n // cluster), WARP)
-    return Plan(False, PANEL_WIDTH, rows, cluster, _pick(PANEL_THREADS, cluster), resident)
+    threads = PANEL_ALONE[1] if cluster == 1 and resident else _pick(PANEL_THREADS, cluster)
+    return Plan(False, PANEL_WIDTH, rows, cluster, threads, resident)
 
 
 def panel_plan(plan: Plan, n: int, c: int, merges: bool = False) -> Plan:
@@ -2014,12 +2020,20 @@ def panel_plan(plan: Plan, n: int, c: int, merges: bool = False) -> Plan:
     return replace(plan, rows=rows)
 
 
+def looks_ahead(batch: int, n: int, sms: int) -> bool:
+    """Whether a blocked plan factors panel k+1 while panel k's trailing update runs (`Factorization.launch`):
+    from LOOKAHEAD_MIN_N, where one CTA a matrix leaves SMs to the updates."""
+    return n >= LOOKAHEAD_MIN_N and batch <= LOOKAHEAD_FILL * sms
+
+
 def make_plan(batch: int, n: int, sms: int, smem: int) -> Plan | None:
     """Square kernel while the matrix fits in shared memory, else blocked panels.
 
-    The cluster size gives each matrix about SMs/batch CTAs (a power of two,
-    at most FILL_MAX_CLUSTER); while SMs stay idle it grows until a CTA's panel
-    columns fit in registers, and then until a CTA's rows fit in shared memory.
+    The cluster size gives each matrix about fill x SMs/batch CTAs (a power
+    of two, at most FILL_MAX_CLUSTER; fill is CLUSTER_FILL, or LOOKAHEAD_FILL
+    where the plan looks ahead); within that share of the SMs it grows until
+    a CTA's panel columns fit in registers, and then, whatever the SMs, until
+    a CTA's rows fit in shared memory.
     None when even MAX_CLUSTER CTAs cannot hold a panel
     (n > MAX_CLUSTER * PANEL_MAX_ROWS).
     """
@@ -2030,11 +2044,12 @@ def make_plan(batch: int, n: int, sms: int, smem: int) -> Plan | None:
         if not columns_fit_registers(size, size, SQUARE_THREADS):      # BlockedSquareQR
             copies = max(1, min(SQUARE_MAX_COPIES, sms // batch))
         return Plan(True, size, size, copies, SQUARE_THREADS, batch * copies <= sms)
+    fill = LOOKAHEAD_FILL if looks_ahead(batch, n, sms) else CLUSTER_FILL
     cluster = 1
-    while cluster * 2 <= min(FILL_MAX_CLUSTER, CLUSTER_FILL * sms / batch):
+    while cluster * 2 <= min(FILL_MAX_CLUSTER, fill * sms / batch):
         cluster *= 2
     plan = blocked_plan(n, cluster, batch * cluster <= sms)
-    while (batch * cluster * 2 <= sms and cluster < MAX_CLUSTER
+    while (batch * cluster * 2 <= fill * sms and cluster < MAX_CLUSTER
            and not columns_fit_registers(plan.rows, plan.width, plan.threads)):
         cluster *= 2
         plan = blocked_plan(n, cluster, True)
@@ -2363,7 +2378,7 @@ class Factorization:
     input: that update reads the rest from the input itself, which saves
     writing a staged copy of the matrices per call (the staging kernel still
     reads them all for their largest entries). With `lookahead`
-    (by default for cluster plans with n >= LOOKAHEAD_MIN_N) the trailing
+    (by default where `looks_ahead`) the trailing
     updates run partly on a side stream (see `launch`).
     """
 
@@ -2376,8 +2391,8 @@ class Factorization:
         self.eager = launches_eagerly(batch, n, plan)
         h, tau = torch.zeros((batch, n, n), **zeros), torch.zeros((batch, n), **zeros)
         self.h, self.tau = (None, None) if self.eager else (h, tau)     # the graph's buffers
-        if lookahead is None:           # where it paid on H200: clusters (idle SMs) and large trailing updates
-            lookahead = plan.cluster > 1 and n >= LOOKAHEAD_MIN_N
+        if lookahead is None:
+            lookahead = looks_ahead(batch, n, sms)
         self.lookahead = lookahead and not plan.square
         self.chain = torch.cuda.Stream(device, priority=CHAIN_PRIORITY) if self.lookahead and not self.eager else None
         self.reads_input = False

@@ -70,7 +70,23 @@ def test_no_plan_beyond_the_largest_cluster_panel():
 
 def test_clusters_only_for_few_matrices():
     assert submission.make_plan(640, 512, H200_SMS, H200_SMEM).cluster == 1
-    assert submission.make_plan(60, 1024, H200_SMS, H200_SMEM).cluster == 2
+    assert submission.make_plan(60, 1024, H200_SMS, H200_SMEM).cluster == 1      # look-ahead: half the SMs
+    assert submission.make_plan(30, 1024, H200_SMS, H200_SMEM).cluster == 2
+    assert submission.make_plan(8, 2048, H200_SMS, H200_SMEM).cluster == submission.FILL_MAX_CLUSTER
+
+
+@pytest.mark.parametrize("batch, n", [(60, 1024), (66, 1024), (30, 2048), (8, 2048), (2, 4096), (1, 4096)])
+def test_lookahead_panels_leave_sms_to_the_trailing_updates(batch, n):
+    plan = submission.make_plan(batch, n, H200_SMS, H200_SMEM)
+    assert submission.looks_ahead(batch, n, H200_SMS) and plan.resident
+    assert batch * plan.cluster <= submission.LOOKAHEAD_FILL * H200_SMS
+    if plan.cluster == 1:           # alone on its SM: as many threads as a panel handed to one CTA
+        assert plan.threads == submission.PANEL_ALONE[1]
+
+
+@pytest.mark.parametrize("batch, n", [(67, 1024), (60, 1000), (640, 512), (40, 352)])
+def test_no_lookahead_for_many_matrices_or_small_n(batch, n):
+    assert not submission.looks_ahead(batch, n, H200_SMS)
 
 
 @pytest.mark.parametrize("batch, n", [(8, 2048), (2, 4096), (1, 4096)])
@@ -121,7 +137,7 @@ def test_panels_of_few_rows_take_fewer_threads_only_where_ctas_share_sms():
 
 def test_one_wave_cluster_plans_hand_their_last_panels_to_one_cta_a_matrix():
     alone_rows, alone_threads = submission.PANEL_ALONE
-    for batch, n in ((60, 1024), (8, 2048), (40, 352)):        # clusters, one wave: as planned until then
+    for batch, n in ((30, 1024), (8, 2048), (40, 352)):        # clusters, one wave: as planned until then
         plan = submission.make_plan(batch, n, H200_SMS, H200_SMEM)
         assert plan.cluster > 1 and plan.resident
         handed = 0
