@@ -104,10 +104,10 @@ SQUARE_RING = 4             # mbarriers per copy: a peer's columns of block b co
 # 640x512, in several waves, +0 to +30% for squares of 64 to 224)
 SQUARE_TAIL_MAX_N = 232
 # threads of a panel CTA by cluster size (H200): one CTA per matrix takes 256, three CTAs' registers
-# an SM at 80 a thread, unless it is alone on its SM (`resident`: PANEL_ALONE's threads) (640x512 panels 5.4 vs 6.9 ms at 512; fewer rows: PANEL_NARROW); 2-8 CTAs
-# hold few rows and gain from 16 warps (60x1024 panels 4.7 vs 5.1 ms, 2x4096 on 8 CTAs 13.9 vs
-# 17.8 ms); 16 CTAs serve only n > 4096, where a CTA may hold up to PANEL_MAX_ROWS rows and needs a
-# lane's 255 registers
+# an SM at 80 a thread (640x512 panels 5.4 vs 6.9 ms at 512; fewer rows: PANEL_NARROW), unless it has
+# its SM alone (`resident`: PANEL_ALONE's threads); 2-8 CTAs hold few rows and gain from 16 warps
+# (60x1024 panels 4.7 vs 5.1 ms, 2x4096 on 8 CTAs 13.9 vs 17.8 ms); 16 CTAs serve only n > 4096,
+# where a CTA may hold up to PANEL_MAX_ROWS rows and needs a lane's 255 registers
 PANEL_THREADS = ((1, 256), (8, 512), (MAX_CLUSTER, 256))
 PANEL_MAX_ROWS = 1024       # rows a panel CTA holds: 2 x 32 registers per lane for v and a column
 # where CTAs of one CTA a matrix share SMs, a panel of at most this many rows left takes this many
@@ -2377,9 +2377,9 @@ class Factorization:
     (`reads_input`) stages only the first panel's columns of a contiguous
     input: that update reads the rest from the input itself, which saves
     writing a staged copy of the matrices per call (the staging kernel still
-    reads them all for their largest entries). With `lookahead`
-    (by default where `looks_ahead`) the trailing
-    updates run partly on a side stream (see `launch`).
+    reads them all for their largest entries). With `lookahead` (by default
+    where `looks_ahead`) the trailing updates run partly on a side stream
+    (see `launch`).
     """
 
     def __init__(self, batch: int, n: int, device: torch.device, lookahead: bool | None = None,
