@@ -153,11 +153,14 @@ LOOKAHEAD_MIN_N = 1024
 LOOKAHEAD_FILL = 0.5
 LOOKAHEAD_BLOCK_N = 32      # columns of a tile of the next panel's update
 # panels go in pairs, merged into one block reflector of 2 x PANEL_WIDTH columns for one pass over the
-# trailing columns instead of two, while the trailing matrices hold at least this many bytes and that
-# pass is one fused launch: there DRAM passes, not the panels, set a step's time. H200: 640x512 -8%,
-# 60x1024 -10% (16 and 32 MB the same within 1%); pairs whose pass is split by rows (few matrices, a
-# chain of panels that the updates hide behind) lost: 8x2048 -1%, 2x4096 +7%
-PAIR_MIN_BYTES = 64 << 20
+# trailing columns instead of two, while the trailing matrices hold at least PAIR_MIN_BYTES and the
+# pass's column tiles (TRAIL_BLOCK_N wide) give every SM at least PAIR_MIN_TILES programs: there DRAM
+# passes, not the panels, set a step's time. H200: 640x512 -8%, 60x1024 -10% with pairs while the pass
+# was one fused launch (4 tiles an SM); 60x1024 a further -6% with pairs on to column 640, their passes
+# split by rows (-5% at 1 tile an SM, to column 768); where few matrices give fewer tiles (a chain of
+# panels that the updates hide behind) pairs lost: 8x2048 -1%, 2x4096 +7%
+PAIR_MIN_BYTES = 16 << 20
+PAIR_MIN_TILES = 2
 CAPTURE_MODE = "thread_local"   # other threads' CUDA calls are not captured and not refused
 # with look-ahead, a graph's chain of panels and next-panel updates is captured on a stream of this priority
 # (lower is higher; torch maps it into the device's range), above the side stream's trailing updates (the
@@ -2163,8 +2166,8 @@ def schedule(batch: int, n: int, end: int, lookahead: bool, sms: int) -> list[St
     it, a step updates the next step's panel columns first and the rest
     apart (on a side stream, see `Factorization.launch`). While the
     trailing matrices hold at least PAIR_MIN_BYTES, two panels fit before
-    `end` and the rest update would be one fused launch, steps take pairs
-    of panels; under look-ahead a pair updates the next two panels' columns
+    `end` and the rest update's column tiles give every SM PAIR_MIN_TILES
+    programs, steps take pairs of panels; under look-ahead a pair updates the next two panels' columns
     first, so that the next pair's first panel and its inner update need
     no wait for the rest update before it. Pairs come first: once a step is
     single, all later ones are.
@@ -2183,7 +2186,8 @@ def schedule(batch: int, n: int, end: int, lookahead: bool, sms: int) -> list[St
     pairs = True
     while c < end:
         paired = step(c, True) if pairs and c + 2 * W <= end and batch * (n - c) ** 2 * 4 >= PAIR_MIN_BYTES else None
-        pairs = paired is not None and paired.rest is not None and paired.rest.fused
+        pairs = (paired is not None and paired.rest is not None
+                 and batch * triton.cdiv(n - paired.rest.col_lo, TRAIL_BLOCK_N) >= PAIR_MIN_TILES * sms)
         steps.append(paired if pairs else step(c, False))
         c += 2 * W if pairs else W
     return steps

@@ -168,6 +168,22 @@ def test_blocked_plans_end_with_a_one_wave_square_kernel():
     assert submission.square_tail(200, 512, H200_SMS, H200_SMEM) is None      # 200 CTAs: two waves
 
 
+def test_pairs_run_while_their_trailing_passes_give_every_sm_enough_column_tiles():
+    # pairs on to where the pair's rest update has fewer than PAIR_MIN_TILES column tiles an SM or the
+    # trailing matrices fall under PAIR_MIN_BYTES, fused or split by rows alike; few large matrices
+    # (8 x 2048, 2 x 4096) never pair
+    pairs = {}
+    for batch, n in submission.BENCHMARK_SHAPES:
+        if submission.make_plan(batch, n, H200_SMS, H200_SMEM).square:
+            continue
+        end = submission.square_tail(batch, n, H200_SMS, H200_SMEM) or n
+        steps = submission.schedule(batch, n, end, submission.looks_ahead(batch, n, H200_SMS), H200_SMS)
+        pairs[batch, n] = [(step.c, step.rest.fused) for step in steps if step.pair]
+    fused = [(c, True) for c in range(0, 384, 64)]
+    assert pairs == {(40, 352): [], (640, 512): fused + [(384, True)],
+                     (60, 1024): fused + [(c, False) for c in range(384, 640, 64)], (8, 2048): [], (2, 4096): []}
+
+
 class _Stream:
     """A stream as a vector clock: what a kernel queued on it comes after (stream -> kernels)."""
 
@@ -261,6 +277,7 @@ def test_launch_updates_every_column_once_in_order_without_races(batch, n, end, 
                                                                  monkeypatch):
     if pair_bytes is not None:      # the synthetic cases pair however few their matrices: every update fused
         monkeypatch.setattr(submission, "PAIR_MIN_BYTES", pair_bytes)
+        monkeypatch.setattr(submission, "PAIR_MIN_TILES", 0)
         monkeypatch.setattr(submission, "TRAIL_FUSE_PROGRAMS", 0)
     W = submission.PANEL_WIDTH
     steps, kernels = _queued_kernels(batch, n, end, lookahead, monkeypatch)
@@ -268,7 +285,8 @@ def test_launch_updates_every_column_once_in_order_without_races(batch, n, end, 
     assert pairs == sorted(pairs, reverse=True)                 # pairs first, then single panels
     assert [step.c for step in steps] == [sum(2 * W if pair else W for pair in pairs[:i]) for i in range(len(steps))]
     assert any(pairs) == paired
-    assert all(step.rest.fused for step in steps if step.pair)
+    tiles = submission.PAIR_MIN_TILES * H200_SMS
+    assert all(batch * -(-(n - step.rest.col_lo) // submission.TRAIL_BLOCK_N) >= tiles for step in steps if step.pair)
     # kernels on different streams that share data are ordered by the waits
     for i, first in enumerate(kernels):
         for then in kernels[i + 1:]:
@@ -569,10 +587,11 @@ def test_lookahead_graph_captures_its_chain_above_its_trailing_updates(monkeypat
 ])
 def test_paired_and_single_panels_both_factor(batch, n, pair_bytes, fuse_all, lookahead, monkeypatch):
     # with every update fused, pairs all the way to the square tail, or pairs then single panels (2 x 1100:
-    # from column 416); 40 x 1100 pairs while its rest updates are fused; 528 x 256 launches eagerly, its
-    # first pair's updates reading the input
+    # from column 416); 40 x 1100 pairs to column 576 (its rest updates split by rows from column 192, 256
+    # without look-ahead); 528 x 256 launches eagerly, its first pair's updates reading the input
     if fuse_all:
         monkeypatch.setattr(submission, "TRAIL_FUSE_PROGRAMS", 0)
+        monkeypatch.setattr(submission, "PAIR_MIN_TILES", 0)
     a = reference.generate_input(batch, n, 1, 83, "dense")
     a[0] *= 1e-30                   # lifted before the tensor-core updates
     for threshold in (pair_bytes, 1 << 62):
@@ -623,6 +642,7 @@ def test_panels_bound_once_a_call_give_the_bits_of_plain_launches(batch, n, eage
     # pairs too (whose second panels write the pairs' T)
     if pairs:
         monkeypatch.setattr(submission, "PAIR_MIN_BYTES", 0)
+        monkeypatch.setattr(submission, "PAIR_MIN_TILES", 0)
         monkeypatch.setattr(submission, "TRAIL_FUSE_PROGRAMS", 0)
     monkeypatch.setattr(submission, "EAGER_MIN_PANEL_BYTES", 0 if eager else 1 << 62)
     a = reference.generate_input(batch, n, 1, 83, "dense")
