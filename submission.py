@@ -156,9 +156,10 @@ LOOKAHEAD_BLOCK_N = 32      # columns of a tile of the next panel's update
 # trailing columns instead of two, while the trailing matrices hold at least PAIR_MIN_BYTES and the
 # pass's column tiles (TRAIL_BLOCK_N wide) give every SM at least PAIR_MIN_TILES programs: there DRAM
 # passes, not the panels, set a step's time. H200: 640x512 -8%, 60x1024 -10% with pairs while the pass
-# was one fused launch (4 tiles an SM); 60x1024 a further -6% with pairs on to column 640, their passes
-# split by rows (-5% at 1 tile an SM, to column 768); where few matrices give fewer tiles (a chain of
-# panels that the updates hide behind) pairs lost: 8x2048 -1%, 2x4096 +7%
+# was one fused launch (4 tiles an SM, 64 MB); from there 60x1024 -6% with pairs on to column 640, their
+# passes split by rows (-5% at 1 tile an SM, to column 768), 640x512 -2% with one pair more; where few
+# matrices give fewer tiles (a chain of panels that the updates hide behind) pairs lost: 8x2048 -1%,
+# 2x4096 +7%
 PAIR_MIN_BYTES = 16 << 20
 PAIR_MIN_TILES = 2
 CAPTURE_MODE = "thread_local"   # other threads' CUDA calls are not captured and not refused
@@ -2167,10 +2168,11 @@ def schedule(batch: int, n: int, end: int, lookahead: bool, sms: int) -> list[St
     apart (on a side stream, see `Factorization.launch`). While the
     trailing matrices hold at least PAIR_MIN_BYTES, two panels fit before
     `end` and the rest update's column tiles give every SM PAIR_MIN_TILES
-    programs, steps take pairs of panels; under look-ahead a pair updates the next two panels' columns
-    first, so that the next pair's first panel and its inner update need
-    no wait for the rest update before it. Pairs come first: once a step is
-    single, all later ones are.
+    programs (fused or split by rows), steps take pairs of panels; under
+    look-ahead a pair updates the next two panels' columns first, so that
+    the next pair's first panel and its inner update need no wait for the
+    rest update before it. Pairs come first: once a step is single, all
+    later ones are.
     """
     W = PANEL_WIDTH
 
