@@ -2133,12 +2133,17 @@ class Update:
     fused: bool         # one launch per column tile (splits == 1)
 
 
+def _column_tiles(batch: int, col_lo: int, col_hi: int, block_n: int) -> int:
+    """Column tiles of an update of columns [col_lo, col_hi) over the batch: its programs before row splits."""
+    return batch * triton.cdiv(col_hi - col_lo, block_n)
+
+
 def _update(batch: int, n: int, c: int, col_lo: int, col_hi: int, block_n: int, sms: int) -> Update | None:
     """The update of columns [col_lo, col_hi) by the panel at c, with enough row splits of
     V^T C for its grid to reach TRAIL_MIN_PROGRAMS per SM; None when there are no columns."""
     if col_lo >= col_hi:
         return None
-    programs = batch * triton.cdiv(col_hi - col_lo, block_n)
+    programs = _column_tiles(batch, col_lo, col_hi, block_n)
     if programs >= TRAIL_FUSE_PROGRAMS * sms:
         return Update(col_lo, col_hi, 1, block_n, True)
     splits = triton.cdiv(TRAIL_MIN_PROGRAMS * sms, programs)
@@ -2188,8 +2193,9 @@ def schedule(batch: int, n: int, end: int, lookahead: bool, sms: int) -> list[St
     pairs = True
     while c < end:
         paired = step(c, True) if pairs and c + 2 * W <= end and batch * (n - c) ** 2 * 4 >= PAIR_MIN_BYTES else None
-        pairs = (paired is not None and paired.rest is not None
-                 and batch * triton.cdiv(n - paired.rest.col_lo, TRAIL_BLOCK_N) >= PAIR_MIN_TILES * sms)
+        rest = paired.rest if paired is not None else None
+        pairs = (rest is not None
+                 and _column_tiles(batch, rest.col_lo, rest.col_hi, rest.block_n) >= PAIR_MIN_TILES * sms)
         steps.append(paired if pairs else step(c, False))
         c += 2 * W if pairs else W
     return steps
