@@ -41,13 +41,15 @@ blocked plans copy only the first panel's columns, the first trailing update
 reading the others from the input.
 
 Which path serves `(batch, n)` depends on the shape and the device only, never
-on the values. Every launch goes to `torch.cuda.current_stream()`, the input is
-never written, outputs are fresh tensors, and no global torch setting changes.
-Inputs outside the fast path (CPU tensors, other dtypes, non-square or
-non-3-D shapes, empty batches) are handed to `torch.geqrf`.
+on the values. A call is ordered on `torch.cuda.current_stream()` (work it puts
+on streams of its own joins that stream before it returns), the input is never
+written, outputs are fresh tensors without autograd history, and no global
+torch setting or random stream changes. Other inputs that `torch.geqrf` takes
+(CPU tensors, float64 and complex, non-square or non-3-D shapes, empty
+batches) are handed to it; float16, bfloat16, integer and bool tensors raise.
 
-Importing on a GPU machine compiles and warms up the benchmark shapes; set
-`QR_SKIP_PRECOMPILE=1` to skip that.
+Importing on a GPU machine with the CUTLASS DSL compiles and warms up the
+benchmark shapes; set `QR_SKIP_PRECOMPILE=1` to skip that.
 """
 import operator
 import os
@@ -76,7 +78,7 @@ except ImportError:  # the CUTLASS DSL is only needed on the GPU paths
     cutlass = None
 
 # ---------------------------------------------------------------------------
-# Tuning table (H200-measured; see bench/NOTES.md)
+# Constants: tuning values (measured on H200, see bench/NOTES.md), then formats and layouts
 # ---------------------------------------------------------------------------
 PANEL_WIDTH = 32            # columns per panel of the blocked path; one warp lane per T row
 MAX_CLUSTER = 16            # CTAs per matrix in a cluster panel (16 runs with the non-portable attribute)
@@ -89,7 +91,7 @@ SMALL_DIRECT_TRITON = ("3.6.",)     # releases whose launcher's C entry (argumen
 BOUND_PANELS_DSL = ("4.3.",)        # CUTLASS DSL releases whose executor converts arguments as `_bind_panels` reads
 RELAUNCH_MIN_TRITON = (3, 3)        # from this release a compiled kernel's launcher takes constexprs too
 SQUARE_THREADS = 512        # threads of the square kernel (best at every n measured, 32 to 232)
-SQUARE_STEP = 8             # a square kernel is compiled for n rounded up to this and serves all n below
+SQUARE_STEP = 8             # a square kernel is compiled for n rounded up to this: one kernel for 8 sizes of n
 # a square kernel alone on its SM whose columns do not fit in registers works in blocks of this many
 # columns, one warp factoring the next block while the others apply the last one (BlockedSquareQR)
 SQUARE_BLOCK = 4
@@ -97,6 +99,7 @@ SQUARE_BLOCK = 4
 # alike and split the trailing columns of each block's update between them (BlockedSquareQR; H200, 40x176
 # GPU time a call: one CTA 154 us, 2 copies 143, 3 copies 285: 40 clusters of 3 whole SMs take two waves)
 SQUARE_MAX_COPIES = 2
+assert SQUARE_STEP % SQUARE_BLOCK == 0, "a square kernel's last block of columns lies inside its width"
 SQUARE_RING = 4             # mbarriers per copy: a peer's columns of block b complete mbarrier (b - 2) % (RING copies)
 # a blocked plan hands its trailing square to the square kernel (one launch instead of its last panels
 # and updates) once at most this many columns are left, where that square kernel runs in one wave
@@ -132,7 +135,7 @@ PANEL_RESIDENT_REGS = 32
 TRAIL_BLOCK_M = 64          # rows of a trailing-update tile
 TRAIL_BLOCK_N = 64          # columns of a trailing-update tile (64 beat 128 by 5% at 640x512 with the fused update)
 TRAIL_WARPS = 4             # at W = 64 too: 8 warps took 1.5-1.7x as long (fused, 64 x 64 tiles)
-TRAIL_MIN_PROGRAMS = 2      # V^T C gets at least this many programs per SM (row splits if needed)
+TRAIL_MIN_PROGRAMS = 2      # V^T C is split by rows towards this many programs per SM (a row block a split at least)
 TRAIL_FUSE_PROGRAMS = 4     # from this many column tiles per SM, one launch does V^T C and the update
 # (W <=, rows of a tile of that launch): at W = 32, -2% vs 64 at 640x512; at W = 64, 64 rows take
 # 0.80-0.91 of 32's time (bench/probe_update.py, 640x512 to 8x2048)
@@ -141,6 +144,9 @@ TRAIL_FUSED_BLOCK_M = ((32, 32), (64, 64))
 # programs per SM; H200 vs 3: -15% at 640x512, -13% at 60x1024; vs 2: -4% at 40x352, 0 at 8x2048
 TRAIL_STAGES = 1
 TRAIL_IEEE_MAX_W = tl.constexpr(32)     # wider updates form T^T V^T C on tensor cores (3xBF16), not in float32 FMA
+# the blocked path's Triton grids hold the batch in their y or z extent, which CUDA limits to this many
+# programs: larger batches are factored in chunks of it
+GRID_MAX_BATCH = 65535
 MAX_CACHED_SHAPES = 16      # (device, batch, n) whose buffers and CUDA graph stay alive ...
 MAX_CACHED_BYTES = 2 << 30  # ... while their buffers take at most this much device memory
 # look-ahead (panel k+1 factored while panel k's trailing update runs) from this n, where one CTA a
@@ -162,7 +168,7 @@ LOOKAHEAD_BLOCK_N = 32      # columns of a tile of the next panel's update
 # 2x4096 +7%
 PAIR_MIN_BYTES = 16 << 20
 PAIR_MIN_TILES = 2
-CAPTURE_MODE = "thread_local"   # other threads' CUDA calls are not captured and not refused
+CAPTURE_MODE = "thread_local"   # other threads' CUDA calls are not captured and not refused (but see _capture)
 # with look-ahead, a graph's chain of panels and next-panel updates is captured on a stream of this priority
 # (lower is higher; torch maps it into the device's range), above the side stream's trailing updates (the
 # default, the lowest). A captured kernel keeps its stream's priority, and torch 2.11 instantiates graphs to
@@ -185,7 +191,7 @@ NORM_SAFE_RANGE = (1e-16, 1e16)
 # outside that range v = (x * lift) / ((alpha - beta) * lift) with lift = 2^64 or 2^-64, so that
 # 1 / (alpha - beta) cannot overflow (subnormal columns) or underflow
 NORM_LIFT = 2.0 ** 64
-# blocked path: a matrix whose largest entry is below 2^TINY_EXPONENT is lifted to [1, 2) first, as
+# blocked path: a matrix whose largest entry is below 2^TINY_EXPONENT is lifted by a power of two first, as
 # the tensor cores' bf16 products would lose its (subnormal) low parts; R is scaled back at the end
 TINY_EXPONENT = tl.constexpr(-64)
 # Triton's CPU interpreter (the CPU tests of the Triton kernels) has no inline PTX
@@ -205,7 +211,7 @@ BLOCK_READY_BARRIER = 1     # named barrier of BlockedSquareQR's warps 0..block 
 NORMS_READY_BARRIER = 2     # named barrier of a one-CTA panel's two warps: a column's norms published, read
 # one CTA's sNext, by column parity: the published norms, then the reflector formed from them
 NEXT_XNORM2, NEXT_ALPHA, NEXT_XMAX, NEXT_BETA, NEXT_TAU, NEXT_LIFT, NEXT_SCALE = range(7)
-NEXT_FLOATS = 8
+NEXT_FLOATS = 8             # a parity's record: the seven fields above, padded to eight floats
 
 
 # ---------------------------------------------------------------------------
@@ -257,8 +263,9 @@ def _lift_kernel(h_ptr, size_ptr, n, col_end, INVERSE: tl.constexpr, BLOCK_R: tl
     """H[b, :, :col_end] *= 2^k_b, or R[b] = triu(H[b]) *= 2^-k_b if INVERSE (col_end = n), for matrices with
     |A[b]|_max < 2^TINY_EXPONENT.
 
-    k_b = min(126, -floor(log2 |A[b]|_max)) brings the largest entry to [1, 2) (from bit patterns:
-    exact, subnormals included); k_b = 0 for every other matrix, whose program returns at once.
+    k_b = min(126, -floor(log2 |A[b]|_max)) (from bit patterns: exact) brings a largest entry of at least
+    2^-126 to [1, 2) and a subnormal one to [2^-23, 1) (a zero matrix is scaled too, to no effect);
+    k_b = 0 for every other matrix, whose program returns at once.
     QR(2^k A) = Q (2^k R) with the same v and tau, so only R is scaled back. One program a matrix.
     """
     b = tl.program_id(0).to(tl.int64)
@@ -295,8 +302,10 @@ def _small_qr_kernel(
     neither |x_s|^2 nor the quotient can overflow or underflow. Then
     A[j:, k] -= tau (v^T A[j:, k]) v for every k > j. Rows and
     columns from n to N stay zero, so they never reach a sum. One warp holds
-    the tile with column k on lane k and the rows in registers, so the sums
-    over rows (|x|^2, v^T A[:, k]) add a thread's own registers; a gather
+    the tile with column k on lane k and the rows in registers (N = 32; at
+    N = 16 a column takes two lanes, eight rows each), so the sums over rows
+    (|x|^2, v^T A[:, k]) add a thread's own registers (and, at N = 16, one
+    shuffle); a gather
     (register-to-register shuffles) copies column j to every lane, and each
     lane then forms the reflector on its own. The column loop is unrolled:
     which registers hold rows j, above j and below j is then known at
@@ -720,9 +729,10 @@ if cutlass is not None:
         warp scales its own copy in registers). A cluster scales it into v in
         shared memory, and stores beta on its diagonal, during column j+1,
         while it waits for that column's norms from its peers. One CTA has no
-        such wait, so it keeps every column's (beta, lift, scale) in sGram,
-        which T's formation reuses only later, and finishes all the columns
-        after the last one, a warp a column (`finish_at_end`): off the
+        such wait, so where it forms T it keeps every column's (beta, lift,
+        scale) in sGram, which T's formation reuses only later, and finishes
+        all the columns after the last one, a warp a column (`finish_at_end`;
+        a square plan's one CTA finishes column j during column j+1): off the
         column steps' chain (at 640x512's first panel ~600 of a step's
         2200-4300 cycles, clock-stamped by `bench/probe_panel_clock.py`).
 
@@ -741,7 +751,6 @@ if cutlass is not None:
 
         def __init__(self, rows: int, width: int, cluster: int, threads: int, form_t: bool, resident: bool,
                      merges: bool = False):
-            self.rows = rows                    # rows a CTA can hold; n is read from mH at run time
             self.width = width
             self.cluster = cluster
             self.threads = threads
@@ -956,7 +965,8 @@ if cutlass is not None:
             """rX[t] := A[r, k] for this lane's rows r = lane + 32 t in [rlo, nloc), else 0; slots t < first
             (a compile-time count of slots that hold only rows < rlo) are left as they are.
 
-            Rows [nloc, ld) hold zeros (`_stage`), so only a slot reaching past ld tests r < nloc; with
+            Rows from nloc up to ld, as far as a lane's slots reach, hold zeros (`_stage`), so only a slot
+            reaching past ld tests r < nloc; with
             rlo = 0 (a column about to be reflected: v is 0 above its pivot, so its rows there come back
             unchanged) no other slot tests anything.
             """
@@ -1281,7 +1291,9 @@ if cutlass is not None:
             (i < 16 or j >= 16), from bf16 mma.sync on three-term splits of V (`_bf16_split`).
 
             V[r, i] is 0 above row c + i, 1 on it and the panel below it (a selection: R's entries, which
-            may be inf, never meet a product). The rows go in chunks of 16 to the warps in turn; for a
+            may be inf, never meet a product). Where the panel is narrower than width (w < width, the
+            last one), its columns from w on hold stale values: they reach only the Gram entries of those
+            columns, which nothing reads. The rows go in chunks of 16 to the warps in turn; for a
             chunk at row q, the lane of group g = lane / 4 and pair t = lane % 4 reads the 16 entries at rows
             q + 2t + (0, 1, 8, 9) and columns g + (0, 8, 16, 24), which are exactly its share of both
             mma operands: of A = V^T (m-tiles of 16 columns) and of B = V (n-tiles of 8). Each product
@@ -1449,8 +1461,9 @@ if cutlass is not None:
             """sCross[j, i] := (V1^T V2)[i, j] over this CTA's rows, V1 the reflectors of the panel at c - width
             (read from mA: below its diagonal at every row >= c, where V2 is not 0) and V2 this panel's (`_v_entry`).
 
-            Every warp takes row chunks of 16 in turn, as `_gram` does, with V1 as
-            the A operand and V2 as the B operand, the same six products a tile.
+            Every warp (all of them, where `_gram` takes `_gram_warps()`) takes row
+            chunks of 16 in turn, with V1 as the A operand and V2 as the B
+            operand, the same six products a tile.
             Two passes over the rows, one an m-tile of V1's 16 columns (its two
             column groups of a lane split into registers a chunk), so that a lane
             holds four tiles' sums instead of eight: the panel's registers, which
@@ -1786,7 +1799,9 @@ if cutlass is not None:
             reflects) and v_i^T v_m for its finished columns m < i (rows below d_i: a finished column holds
             v_m there), the Gram entries of T's recurrence T[m, i] = -tau_i sum_{l=m..i-1} T[m, l] (V^T V)[l, i],
             which every lane then runs in registers. Columns of a last, partial block past `end` are zero:
-            tau 0, nothing stored. Register slots below `first` (rows above j0) are neither read nor written.
+            tau 0, and only the rescaling branch stores such a column (zeros, inside sP: its width is a
+            multiple of SQUARE_STEP, itself of the block). Register slots below `first` (rows above j0) are
+            neither read nor written.
 
             A column outside NORM_SAFE_RANGE is stored before `_larfg`, whose rescaled norm
             (`_rescaled_norm2`) reads it from shared memory, and its lanes meet before they overwrite it.
@@ -2080,7 +2095,7 @@ def square_tail(batch: int, n: int, sms: int, smem: int) -> int | None:
 # ---------------------------------------------------------------------------
 # Compile cache (keyed by Plan; batch and n are run-time sizes)
 # ---------------------------------------------------------------------------
-_COMPILED: dict = {}        # Plan -> compiled HouseholderPanel
+_COMPILED: dict = {}        # Plan, or (Plan, "pointers") -> its compiled kernel (`_panel_kernel`)
 # HouseholderPanel's arguments (a, h, tau, T, scratch, c, stream) as the CuTe executor converts them:
 # one pointer each; T's and c's places in that list
 PANEL_POINTERS, PANEL_T_SLOT, PANEL_C_SLOT = 7, 3, 5
@@ -2269,7 +2284,8 @@ def _small_qr(data: torch.Tensor) -> output_t:
 
 
 # (kernel, device, keyword arguments, what the JIT specializes each positional argument on)
-#   -> the compiled kernel's launcher, function and metadata, and its keyword-passed parameters' values
+#   -> the compiled kernel's launcher, function and metadata, its keyword-passed parameters' values and
+#      Triton's current-stream getter
 _TRITON_LAUNCHES: dict = {}
 
 
@@ -2355,6 +2371,7 @@ def _apply_block_reflector(h, y, t, c: int, width: int, update: Update, source=N
         _launch(_wy_update_kernel, (col_tiles, batch), h, t, a, size, *sizes, **fused,
                 FROM_INPUT=source is not None)
         return
+    assert source is None, "only a fused update reads C from the input"
     rows_per_split = triton.cdiv(triton.cdiv(rows, update.splits), TRAIL_BLOCK_M) * TRAIL_BLOCK_M
     splits = triton.cdiv(rows, rows_per_split)
     strides = (y.stride(0), y.stride(1), y.stride(2))
@@ -2407,7 +2424,6 @@ class Factorization:
             lookahead = looks_ahead(batch, n, sms)
         self.lookahead = lookahead and not plan.square
         self.chain = torch.cuda.Stream(device, priority=CHAIN_PRIORITY) if self.lookahead and not self.eager else None
-        self.reads_input = False
         self.tail = None if plan.square or not tail else square_tail(batch, n, sms, smem)
         end = n if self.tail is None else self.tail         # the panels' columns end here
         if plan.square:
@@ -2472,9 +2488,11 @@ class Factorization:
                                                  _square_pointer_args(h, h, tau, stream, self.tail), by_pointers=True)
         self.lock = threading.Lock()
         self.done = torch.cuda.Event()
+        self.retired = False
 
         # first run outside the graph: JIT (with h as its own source, the input-reading update too), module loads
         self.launch(h, tau, h if self.reads_input else None)
+        self.done.record()              # a first call on another stream waits for it: it uses the same buffers
         self.captures_left = 0 if self.eager else CAPTURE_ATTEMPTS
         self.graph = None if self.eager else self._capture()
 
@@ -2524,7 +2542,7 @@ class Factorization:
         try:
             with torch.cuda.graph(graph, stream=self.chain, capture_error_mode=CAPTURE_MODE):
                 self.launch()
-        except Exception:       # the kernels ran eagerly just before: this is the capture's failure
+        except Exception:       # the same launches ran eagerly before (the first run, or the last call)
             torch.cuda.set_stream(stream)       # a failed capture_end leaves the capture stream current
             return None
         return graph
@@ -2601,28 +2619,46 @@ class Factorization:
             _lift(h, self.size, inverse=True)
             self.size.zero_()
 
+    def retire(self) -> None:
+        """Mark this shape dropped from the cache: its last call, and any call still to come from a thread that
+        already holds it, finishes on the GPU before it returns, so the buffers are idle when freed."""
+        with self.lock:
+            self.retired = True
+            self.done.synchronize()
+
     def __call__(self, data: torch.Tensor) -> output_t:
         with self.lock:
             stream = torch.cuda.current_stream()
             stream.wait_event(self.done)
-            if self.eager:
-                batch, n, _ = data.shape
-                out = data.new_empty((batch, n, n)), data.new_empty((batch, n))
-                source = data if self.reads_input and data.is_contiguous() else None
-                if source is None or not self.plan.square:
-                    self.stage(data, out[0], None if source is None else self.plan.width)
-                self.launch(*out, source)
-            else:
-                if self.graph is None and self.captures_left > 0:
-                    self.graph = self._capture()
-                self.stage(data, self.h)
-                if self.graph is None:
-                    self.launch()
-                else:
-                    self.graph.replay()
-                out = self.h.clone(), self.tau.clone()
-            self.done.record(stream)
-        return out
+            try:
+                return self._queue(data)
+            except BaseException:
+                if not self.plan.square:
+                    self.size.zero_()       # launch() resets it last: the next call's maxima start from 0
+                raise
+            finally:
+                self.done.record(stream)
+                if self.retired:
+                    self.done.synchronize()
+
+    def _queue(self, data: torch.Tensor) -> output_t:
+        """Queue the factorization of data on the current stream: fresh outputs, or the graph's copied out."""
+        if self.eager:
+            batch, n, _ = data.shape
+            out = data.new_empty((batch, n, n)), data.new_empty((batch, n))
+            source = data if self.reads_input and data.is_contiguous() else None
+            if source is None or not self.plan.square:
+                self.stage(data, out[0], None if source is None else self.plan.width)
+            self.launch(*out, source)
+            return out
+        if self.graph is None and self.captures_left > 0:
+            self.graph = self._capture()
+        self.stage(data, self.h)
+        if self.graph is None:
+            self.launch()
+        else:
+            self.graph.replay()
+        return self.h.clone(), self.tau.clone()
 
 
 _FACTORIZATIONS: OrderedDict = OrderedDict()   # (device, batch, n) -> Factorization, least recent first
@@ -2644,12 +2680,13 @@ def _factorization(batch: int, n: int, device: torch.device) -> Factorization | 
         sms, smem = _device_limits(device.index)
         if make_plan(batch, n, sms, smem) is None:
             return None
-        f = _FACTORIZATIONS[key] = Factorization(batch, n, device)
+        with torch.inference_mode(False):      # buffers that later calls outside inference mode may write
+            f = _FACTORIZATIONS[key] = Factorization(batch, n, device)
         while len(_FACTORIZATIONS) > 1 and (
                 len(_FACTORIZATIONS) > MAX_CACHED_SHAPES
                 or sum(g.nbytes for g in _FACTORIZATIONS.values()) > MAX_CACHED_BYTES):
             _, dropped = _FACTORIZATIONS.popitem(last=False)
-            dropped.done.synchronize()          # its last call may still run on another stream
+            dropped.retire()                    # its calls may still run on other streams
         return f
 
 
@@ -2680,8 +2717,27 @@ def _factor(data: torch.Tensor) -> output_t:
     batch, n, _ = data.shape
     if n <= SMALL_MAX_N:
         return _small_qr(data)
-    f = _factorization(batch, n, data.device) if cutlass is not None else None
+    if cutlass is None:
+        return torch.geqrf(data)
+    if data.requires_grad:      # the outputs carry no autograd history, and the cached buffers take none
+        data = data.detach()
+    if batch > GRID_MAX_BATCH:
+        plan = make_plan(batch, n, *_device_limits(data.device.index))
+        if plan is not None and not plan.square:
+            return _factor_in_chunks(data, GRID_MAX_BATCH)
+    f = _factorization(batch, n, data.device)
     return torch.geqrf(data) if f is None else f(data)
+
+
+def _factor_in_chunks(data: torch.Tensor, chunk: int) -> output_t:
+    """_factor of data[i : i + chunk] for i = 0, chunk, 2 chunk, ..., copied into one pair of fresh outputs."""
+    batch, n, _ = data.shape
+    h, tau = data.new_empty((batch, n, n)), data.new_empty((batch, n))
+    for lo in range(0, batch, chunk):
+        h_part, tau_part = _factor(data[lo:lo + chunk])
+        h[lo:lo + chunk] = h_part
+        tau[lo:lo + chunk] = tau_part
+    return h, tau
 
 
 def custom_kernel(data: input_t) -> output_t:
@@ -2710,9 +2766,11 @@ BENCHMARK_SHAPES = ((20, 32), (40, 176), (40, 352), (640, 512), (60, 1024), (8, 
 
 
 def precompile(shapes=BENCHMARK_SHAPES) -> None:
-    """Run each shape once so JIT compiles and library handles stay out of timed calls."""
+    """Run each shape once so JIT compiles and library handles stay out of timed calls. The inputs come
+    from a generator of its own: the caller's random streams are left where they were."""
+    generator = torch.Generator(device="cuda").manual_seed(0)
     for batch, n in shapes:
-        custom_kernel(torch.randn((batch, n, n), device="cuda"))
+        custom_kernel(torch.randn((batch, n, n), device="cuda", generator=generator))
     torch.cuda.synchronize()
 
 

@@ -331,6 +331,96 @@ def test_second_device():
     assert_factors(a, (h, tau))
 
 
+@pytest.mark.gpu
+def test_batches_past_the_grid_limit_give_each_chunks_own_factors(monkeypatch):
+    # with the grid's batch limit lowered to 4, a batch of 10 on the blocked path goes in chunks of 4, 4
+    # and 2: bit for bit what the three chunks give as calls of their own
+    a = reference.generate_input(10, 300, 1, 71, "dense")
+    expected = [submission.custom_kernel(a[lo:lo + 4]) for lo in (0, 4, 8)]
+    monkeypatch.setattr(submission, "GRID_MAX_BATCH", 4)
+    h, tau = submission.custom_kernel(a)
+    assert torch.equal(h, torch.cat([part[0] for part in expected]))
+    assert torch.equal(tau, torch.cat([part[1] for part in expected]))
+    assert_factors(a, (h, tau))
+
+
+# ---------------------------------------------------------------------------
+# GPU: autograd, inference mode, random streams, the cache's lifetimes
+# ---------------------------------------------------------------------------
+@pytest.mark.gpu
+@pytest.mark.parametrize("batch,n", [(3, 100), (3, 176), (3, 300), (480, 300)],
+                         ids=["square-graph", "square-eager", "blocked-graph", "blocked-eager"])
+def test_a_first_call_in_inference_mode_leaves_the_shape_usable_outside_it(batch, n):
+    # a shape's buffers are built by its first call; built as inference tensors, later calls outside
+    # inference mode could not write them
+    a = reference.generate_input(batch, n, 1, 73, "dense")
+    with submission._FACTORIZATIONS_LOCK:
+        submission._FACTORIZATIONS.pop((a.device.index, batch, n), None)
+    with torch.inference_mode():
+        first = submission.custom_kernel(a)
+    later = submission.custom_kernel(a)
+    assert torch.equal(first[0], later[0]) and torch.equal(first[1], later[1])
+    assert_factors(a, later)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("n", [100, 300])
+def test_an_input_that_requires_grad_leaves_no_history(n):
+    # a strided input is copied into a square graph plan's buffer: that copy must not join autograd
+    a = reference.generate_input(3, n, 1, 79, "dense")
+    x = a.transpose(-1, -2).contiguous().transpose(-1, -2).requires_grad_(True)
+    expected = submission.custom_kernel(x.detach())
+    for _ in range(2):
+        h, tau = submission.custom_kernel(x)
+        assert not h.requires_grad and not tau.requires_grad
+        assert torch.equal(h, expected[0]) and torch.equal(tau, expected[1])
+    f = submission._FACTORIZATIONS[(a.device.index, 3, n)]
+    assert f.eager or (f.h.grad_fn is None and not f.h.requires_grad)
+
+
+@pytest.mark.gpu
+def test_precompile_leaves_the_callers_random_stream_alone(monkeypatch):
+    monkeypatch.setattr(submission, "custom_kernel", lambda a: None)
+    torch.cuda.manual_seed(7)
+    expected = torch.randn(8, device="cuda")
+    torch.cuda.manual_seed(7)
+    submission.precompile(((2, 40),))
+    assert torch.equal(torch.randn(8, device="cuda"), expected)
+
+
+@pytest.mark.gpu
+def test_a_new_shapes_first_run_orders_the_calls_after_it():
+    # the first run of a new Factorization uses the buffers every call uses: `done` is recorded after it,
+    # so a first call from another stream waits. Here the first run queues behind a ~1 s sleep, so its
+    # event is still pending when the constructor returns (an eager plan: no capture synchronizes)
+    a = reference.generate_input(480, 300, 1, 83, "dense")
+    submission.custom_kernel(a)                     # compiled
+    torch.cuda.synchronize()
+    torch.cuda._sleep(2_000_000_000)
+    f = submission.Factorization(480, 300, a.device)
+    assert f.eager and not f.done.query()
+    other = torch.cuda.Stream()
+    with torch.cuda.stream(other):
+        h, tau = f(a)
+    torch.cuda.synchronize()
+    assert_factors(a, (h, tau))
+
+
+@pytest.mark.gpu
+def test_a_dropped_shape_still_serves_a_thread_that_holds_it(monkeypatch):
+    # another thread may hold a Factorization that the cache drops: its calls finish on the GPU before
+    # they return, so its buffers are idle whenever they are freed
+    a = reference.generate_input(3, 300, 1, 89, "dense")
+    f = submission._factorization(3, 300, a.device)
+    expected = f(a)
+    monkeypatch.setattr(submission, "MAX_CACHED_SHAPES", 1)
+    submission._factorization(3, 301, a.device)
+    assert f.retired and (a.device.index, 3, 300) not in submission._FACTORIZATIONS
+    h, tau = f(a)
+    assert f.done.query()
+    assert torch.equal(h, expected[0]) and torch.equal(tau, expected[1])
+
+
 # ---------------------------------------------------------------------------
 # GPU: values
 # ---------------------------------------------------------------------------

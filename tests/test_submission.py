@@ -357,6 +357,44 @@ def test_unsupported_input_raises_a_clear_error(bad, error):
         submission.custom_kernel(bad)
 
 
+@pytest.mark.parametrize("n,chunks", [(300, [3, 3, 2]), (176, [8])])
+def test_batches_past_the_grid_limit_go_in_chunks_on_the_blocked_path(n, chunks, monkeypatch):
+    # the blocked path's Triton grids hold the batch in an extent of at most GRID_MAX_BATCH programs: a
+    # larger batch is factored in chunks whose outputs land in order; a square plan (one CuTe grid, the
+    # batch in its x extent) takes the batch whole
+    seen = []
+
+    def factorization(batch, n, device):
+        seen.append(batch)
+        return torch.geqrf
+
+    monkeypatch.setattr(submission, "GRID_MAX_BATCH", 3)
+    monkeypatch.setattr(submission, "cutlass", types.SimpleNamespace(), raising=False)
+    monkeypatch.setattr(submission, "_device_limits", lambda index: (H200_SMS, H200_SMEM))
+    monkeypatch.setattr(submission, "_factorization", factorization)
+    a = torch.randn((8, n, n))
+    h, tau = submission._factor(a)
+    assert seen == chunks
+    ref_h, ref_tau = torch.geqrf(a)
+    assert torch.equal(h, ref_h) and torch.equal(tau, ref_tau)
+
+
+def test_the_fast_path_factors_a_detached_input(monkeypatch):
+    # an input that requires grad: neither the outputs nor the cached buffers (which a square graph plan
+    # copies the input into) may take its autograd history
+    seen = []
+
+    def factorization(batch, n, device):
+        return lambda data: seen.append(data.requires_grad) or torch.geqrf(data)
+
+    monkeypatch.setattr(submission, "cutlass", types.SimpleNamespace(), raising=False)
+    monkeypatch.setattr(submission, "_factorization", factorization)
+    a = torch.randn((2, 40, 40), requires_grad=True)
+    h, tau = submission._factor(a)
+    assert seen == [False] and not h.requires_grad and not tau.requires_grad
+    assert torch.equal(h, torch.geqrf(a.detach())[0])
+
+
 # ---------------------------------------------------------------------------
 # GPU: the task's specs and the properties a caller relies on
 # ---------------------------------------------------------------------------
