@@ -2449,7 +2449,7 @@ class Factorization:
                             **zeros)
                 for updates in ([u for step in self.steps for u in (step.inner, step.next)],
                                 [step.rest for step in self.steps]))
-            self.side = torch.cuda.Stream(device)
+            self.side = torch.cuda.Stream(device) if self.lookahead else None
             first = self.steps[0]
             self.reads_input = (self.eager and first.next is None and first.rest.fused
                                 and (first.inner is None or first.inner.fused))
@@ -2588,6 +2588,7 @@ class Factorization:
         bound = self._bind_panels(cute_args[0], stream)
         if not self.plan.square:
             _lift(h, self.size, inverse=False, col_end=None if source is None else self.plan.width)
+        if self.lookahead:
             self.side.wait_stream(main)
         W = self.plan.width
         rest_done = None
@@ -2612,8 +2613,9 @@ class Factorization:
                 with torch.cuda.stream(self.side):
                     _apply_block_reflector(h, self.y_rest, t, step.c, width, step.rest)
                 rest_done = self.side.record_event()
-        if not self.plan.square:
+        if self.lookahead:
             main.wait_stream(self.side)
+        if not self.plan.square:
             if self.tail is not None:
                 self.tail_kernel(*_square_pointer_args(h, h, tau, stream, self.tail))
             _lift(h, self.size, inverse=True)

@@ -249,7 +249,7 @@ def _queued_kernels(batch: int, n: int, end: int, lookahead: bool, monkeypatch) 
     f.steps = submission.schedule(batch, n, end, lookahead, H200_SMS)
     f.t, f.t_pair = torch.zeros((2, batch, W, W)), torch.zeros((2, batch, 2 * W, 2 * W))
     f.y_next, f.y_rest = torch.zeros(1), torch.zeros(1)
-    f.size, f.side = torch.zeros(batch), _Stream("side")
+    f.size, f.side = torch.zeros(batch), (_Stream("side") if lookahead else None)     # as the constructor
     panels = -(-end // W)
     merging = submission.merging_panels(f.steps)
     f._cute_args = lambda h, tau: [(f.t_pair[merging[k]] if k in merging else f.t[k % 2],) for k in range(panels)]
