@@ -10,12 +10,15 @@ A scripted submission, keyed on the batch size, exercises the failure paths:
 
     batch 3   raises, naming how many calls the module has served
     batch 5   returns tau scaled by 1.5 (a wrong factorization)
+    batch 6   torch.geqrf after sleeping SCRIPTED_CALL_S (a known time a call)
     batch 7   kills the worker process (os._exit(7))
+    batch 9   torch.geqrf for a tensor it has not seen, tau scaled by 1.5 for
+              one it has (wrong only in timed repeats after the first)
     other     torch.geqrf, the correct answer
 
 and logs every input it gets (batch, n, sum, the POPCORN_SEED it sees,
-torch's initial seed) to `inputs.log`, so a test can tell which matrices
-arrived.
+torch's initial seed, whether the tensor object is new to it) to
+`inputs.log`, so a test can tell which matrices arrived.
 """
 import math
 import os
@@ -23,6 +26,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 import torch
@@ -44,8 +48,10 @@ SMALL_SPECS = [
     "batch: 3; n: 16; cond: 1; seed: 13; case: mixed",
 ]
 
-SCRIPTED_SUBMISSION = '''
+SCRIPTED_CALL_S = 0.002
+SCRIPTED_SUBMISSION = f'''
 import os
+import time
 from pathlib import Path
 
 import torch
@@ -57,16 +63,20 @@ calls = 0
 def custom_kernel(data):
     global calls
     calls += 1
+    fresh = not getattr(data, "scripted_seen", False)
+    data.scripted_seen = True
     with LOG.open("a") as log:
-        log.write(f"{data.shape[0]} {data.shape[-1]} {float(data.double().sum())!r} "
-                  f"{os.environ.get('POPCORN_SEED')} {torch.initial_seed()}\\n")
+        log.write(f"{{data.shape[0]}} {{data.shape[-1]}} {{float(data.double().sum())!r}} "
+                  f"{{os.environ.get('POPCORN_SEED')}} {{torch.initial_seed()}} {{int(fresh)}}\\n")
     batch = data.shape[0]
     if batch == 3:
-        raise RuntimeError(f"scripted failure on call {calls}")
+        raise RuntimeError(f"scripted failure on call {{calls}}")
+    if batch == 6:
+        time.sleep({SCRIPTED_CALL_S})
     if batch == 7:
         os._exit(7)
     h, tau = torch.geqrf(data)
-    if batch == 5:
+    if batch == 5 or (batch == 9 and not fresh):
         return h, tau * 1.5
     return h, tau
 '''
@@ -122,12 +132,23 @@ def input_sum(args: dict) -> float:
     return float(generate_input(**args).double().sum())
 
 
-def read_log(directory: Path) -> list[tuple[int, int, float, str, int]]:
-    """The scripted submission's log: (batch, n, sum, POPCORN_SEED seen, initial seed) per call."""
+class Call(NamedTuple):
+    """One call of the scripted submission, as it logged it."""
+
+    batch: int
+    n: int
+    total: float            # sum of the input's entries
+    seen_seed: str          # POPCORN_SEED in the worker's environment ("None": unset)
+    initial_seed: int       # torch.initial_seed()
+    fresh: bool             # the tensor object had not been passed before
+
+
+def read_log(directory: Path) -> list[Call]:
+    """The scripted submission's log, a Call per call."""
     rows = []
     for line in (directory / "inputs.log").read_text().splitlines():
-        batch, n, total, seen_seed, initial_seed = line.split()
-        rows.append((int(batch), int(n), float(total), seen_seed, int(initial_seed)))
+        batch, n, total, seen_seed, initial_seed, fresh = line.split()
+        rows.append(Call(int(batch), int(n), float(total), seen_seed, int(initial_seed), fresh == "1"))
     return rows
 
 
@@ -204,12 +225,6 @@ def test_protocol_benchmark_mode_stops_within_its_own_budget(tmp_path: Path):
     assert_stats(benchmark_values(pairs, 0), max_runs=harness.BENCHMARK_TIMING.max_repeats)
 
 
-def test_protocol_profile_mode_checks_the_first_case(tmp_path: Path):
-    rc, pairs, stderr = run_protocol(REPO_ROOT, "profile", write_specs(tmp_path, SMALL_SPECS))
-    assert rc == 0, stderr
-    assert pairs == [("benchmark-count", "3"), ("benchmark.0.spec", SMALL_SPECS[0]), ("check", "pass")]
-
-
 def test_protocol_test_mode_survives_submission_failures(scripted_dir: Path):
     specs = [
         "batch: 2; n: 8; cond: 1; seed: 1",   # passes (call 1)
@@ -249,10 +264,61 @@ def test_protocol_leaderboard_stops_at_first_failure(scripted_dir: Path):
     assert_stats(benchmark_values(pairs, 0), max_runs=harness.LEADERBOARD_TIMING.max_repeats - 1)
     # The untimed pass ran cases 0 and 1 before any timing and stopped at the
     # failing case 1: the third case's inputs (n = 16) never reached the kernel.
-    shapes = [(batch, n) for batch, n, _, _, _ in read_log(scripted_dir)]
+    shapes = [(call.batch, call.n) for call in read_log(scripted_dir)]
     count = harness.MAX_INPUTS
     assert shapes[:2 * count] == [(2, 8)] * count + [(5, 8)] * count
     assert (2, 16) not in shapes
+
+
+def test_protocol_benchmark_times_a_call_not_a_batch_of_them(scripted_dir: Path):
+    # each call sleeps SCRIPTED_CALL_S: the mean is that, in ns (not the repeat's time for all the inputs)
+    spec = "batch: 6; n: 8; cond: 1; seed: 21"
+    rc, pairs, stderr = run_protocol(scripted_dir, "benchmark", write_specs(scripted_dir, [spec]),
+                                     "--budget", TINY_BUDGET)
+    assert rc == 0, stderr
+    values = benchmark_values(pairs, 0)
+    assert SCRIPTED_CALL_S * 1e9 <= float(values["best"]) <= float(values["mean"]) < 5 * SCRIPTED_CALL_S * 1e9
+
+
+def test_protocol_benchmark_rechecks_every_timed_repeat(scripted_dir: Path):
+    # right on every tensor's first call, wrong on its later ones: the untimed check and the first timed
+    # repeat pass, and only the re-check after a later repeat can fail the case
+    spec = "batch: 9; n: 8; cond: 1; seed: 22"
+    rc, pairs, stderr = run_protocol(scripted_dir, "benchmark", write_specs(scripted_dir, [spec]),
+                                     "--budget", TINY_BUDGET)
+    assert rc == harness.EXIT_FAILED, stderr
+    values = dict(pairs)
+    assert values["benchmark.0.status"] == "fail"
+    assert values["benchmark.0.error"].startswith("R - Q.T @ A is too large")
+    assert values["check"] == "fail"
+
+
+def test_protocol_benchmark_warms_up_on_the_first_case_before_timing_it(scripted_dir: Path):
+    # the warm-up's timed repeats pass the same tensors again; the case's own checked calls then bring
+    # new ones: a call with a new tensor after one with a seen tensor shows that the warm-up came first
+    spec = "batch: 2; n: 8; cond: 1; seed: 23"
+    rc, _, stderr = run_protocol(scripted_dir, "benchmark", write_specs(scripted_dir, [spec]),
+                                 "--budget", TINY_BUDGET)
+    assert rc == 0, stderr
+    fresh = [call.fresh for call in read_log(scripted_dir)]
+    first_seen = fresh.index(False)
+    assert any(fresh[first_seen:])
+
+
+@pytest.mark.parametrize("first_wrong", [True, False])
+def test_protocol_profile_mode_checks_the_first_case_only(scripted_dir: Path, first_wrong: bool):
+    right, wrong = "batch: 2; n: 8; cond: 1; seed: 24", "batch: 5; n: 8; cond: 1; seed: 25"
+    specs = [wrong, right] if first_wrong else [right, wrong]
+    rc, pairs, stderr = run_protocol(scripted_dir, "profile", write_specs(scripted_dir, specs))
+    values = dict(pairs)
+    assert values["benchmark.0.spec"] == specs[0]
+    if first_wrong:
+        assert rc == harness.EXIT_FAILED, stderr
+        assert values["check"] == "fail"
+    else:
+        assert rc == 0, stderr
+        assert pairs == [("benchmark-count", "2"), ("benchmark.0.spec", specs[0]), ("check", "pass")]
+    assert {call.batch for call in read_log(scripted_dir)} == {args_of(specs[0])["batch"]}
 
 
 def test_protocol_benchmark_inputs_step_the_seed(scripted_dir: Path):
@@ -263,7 +329,7 @@ def test_protocol_benchmark_inputs_step_the_seed(scripted_dir: Path):
     count = harness.input_count(2, 8)
     assert count == harness.MAX_INPUTS
     # The warm-up's untimed calls come first, one per input, in order.
-    logged = [total for _, _, total, _, _ in read_log(scripted_dir)[:count]]
+    logged = [call.total for call in read_log(scripted_dir)[:count]]
     expected = [input_sum(dict(args_of(spec), seed=100 + harness.SEED_STEP * (k + 1))) for k in range(count)]
     assert logged == expected
     assert len(set(logged)) == count
@@ -279,7 +345,7 @@ def test_protocol_seed_combination_changes_the_inputs(scripted_dir: Path):
     # The spec line is reported as written, not with the combined seed.
     assert dict(pairs)["test.0.spec"] == spec
 
-    (*_, plain, plain_seen, plain_rng), (*_, seeded, seeded_seen, seeded_rng) = read_log(scripted_dir)
+    (_, _, plain, plain_seen, plain_rng, _), (_, _, seeded, seeded_seen, seeded_rng, _) = read_log(scripted_dir)
     assert plain == input_sum(args_of(spec))
     assert seeded == input_sum(dict(args_of(spec), seed=combine_seed(53124, 7)))
     assert seeded != plain

@@ -269,6 +269,44 @@ def test_mixed_holds_dense_and_non_dense(batch, seed):
     assert not bool(dense.all()), "no non-dense matrix"
 
 
+SPEC_MIXED_PROFILES = ["dense", "rankdef", "nearrank", "clustered", "band", "rowscale", "nearcollinear"]
+SPEC_MIXED_WEIGHTS = [6.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0]
+
+
+def spec_mixed(batch: int, n: int, cond: int, seed: int) -> tuple[torch.Tensor, str]:
+    """SPEC §3's `mixed`, draw by draw: the base, the labels, the fix-up draws, then each profile present,
+    in the fixed order, on its own matrices (a profile's own draws through `reference._apply_case`);
+    with the labels' branch taken."""
+    gen = torch.Generator(device=DEVICE).manual_seed(seed)
+    a = torch.randn((batch, n, n), generator=gen, device=DEVICE)
+    weights = torch.tensor(SPEC_MIXED_WEIGHTS, device=DEVICE)
+    labels = torch.multinomial(weights, batch, replacement=True, generator=gen)
+    branch = "mixed"
+    if batch >= 2 and not bool((labels == 0).any()):
+        branch = "no dense"
+        labels[torch.randint(0, batch, (1,), generator=gen, device=DEVICE)] = 0
+    elif batch >= 2 and bool((labels == 0).all()):
+        branch = "all dense"
+        i = torch.randint(0, batch, (1,), generator=gen, device=DEVICE)
+        labels[i] = torch.randint(1, len(SPEC_MIXED_PROFILES), (1,), generator=gen, device=DEVICE)
+    for k, profile in enumerate(SPEC_MIXED_PROFILES):
+        if bool((labels == k).any()):
+            a[labels == k] = reference._apply_case(a[labels == k], profile, cond, gen)
+    return a.contiguous(), branch
+
+
+@pytest.mark.parametrize("batch", [2, 40])
+def test_mixed_follows_the_specs_draws(batch):
+    # every labels branch (with 2 matrices), and batches holding several profiles with draws of their own
+    # (nearrank, nearcollinear: their order shows in the values)
+    branches = set()
+    for seed in range(48):
+        want, branch = spec_mixed(batch, 8, 2, seed)
+        assert_bitwise_equal(generate_input(batch, 8, 2, seed, "mixed"), want)
+        branches.add(branch)
+    assert branches == ({"mixed", "no dense", "all dense"} if batch == 2 else {"mixed"})
+
+
 def test_mixed_batch1_works():
     n, seed = 8, 21
     a = generate_input(1, n, 2, seed, "mixed")
@@ -416,6 +454,45 @@ def test_rejects_non_finite_tau(value):
     a, h, tau = factored(3, 16)
     tau[2, 4] = value
     assert_rejected(a, (h, tau), "tau contains NaN or Inf")
+
+
+@pytest.mark.parametrize("ratio", [0.7, 1.3])
+def test_factor_gate_is_each_matrixs_own_allowed_1_norm(ratio):
+    """R's last column of matrix 1 moved by E, whose 1-norm is `ratio` times that matrix's allowed
+    residual, 20 n eps ||A_1||_1, spread over the column's n rows (so its inf-norm is n times smaller).
+
+    Matrix 0 is 10^4 times larger: a gate taken from the batch's largest norm, or from inf-norms, or
+    looser than 20, would let the 1.3 case through; geqrf's own residual is a few percent of the gate.
+    """
+    n = 16
+    a = generate_input(2, n, 1, 5, "dense")
+    a[0] *= 1.0e4
+    h, tau = torch.geqrf(a)
+    allowed = FACTOR_GATE * n * EPS * torch.linalg.matrix_norm(a[1].double(), ord=1).item()
+    h[1, :, n - 1] += ratio * allowed / n
+    ok, message = check_implementation(a, (h, tau))
+    if ratio < 1:
+        assert ok, message
+    else:
+        assert not ok and "R - Q.T @ A is too large" in message and "matrix=1," in message, message
+
+
+@pytest.mark.parametrize("ratio", [0.7, 1.3])
+def test_orthogonality_gate_is_100_n_eps(ratio):
+    """The last reflector of matrix 1 set to tau = t with R's last row scaled by 1 - t (as in
+    `test_rejects_non_orthogonal_q_with_a_consistent_r`): ||Q^T Q - I||_1 = 2t - t^2, chosen as `ratio`
+    times 100 n eps, while the factor residual stays at rounding level."""
+    n = 16
+    a, h, tau = factored(3, n)
+    target = ratio * ORTH_GATE * n * EPS
+    t = 1.0 - math.sqrt(1.0 - target)           # 2t - t^2 = target
+    tau[1, n - 1] = t
+    h[1, n - 1, n - 1] *= 1.0 - t
+    ok, message = check_implementation(a, (h, tau))
+    if ratio < 1:
+        assert ok, message
+    else:
+        assert not ok and "Q is not orthogonal enough" in message, message
 
 
 def test_rejects_overflowing_q():
