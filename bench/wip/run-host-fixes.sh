@@ -3,8 +3,8 @@
 # yet: batches past the grid limit in chunks, a first call in inference mode, inputs that require grad,
 # precompile's own generator, a new shape's first run recorded in `done`, a dropped shape still served;
 # with them the tests of streams, threads, captures and the cache that those changes touch, and the
-# compile-cache test as 1defddb rewrote it. 8 shards of
-# 240 s; logs under $OUT; ~4-5 minutes (480x300 and 10x300 compile plans of their own).
+# compile-cache test as 1defddb rewrote it. 8 shards of 240 s; logs under $OUT; ~4-5 minutes (480x300
+# and 10x300 compile plans of their own).
 set -u
 source .device/gpu-env.sh
 source bench/wip/shards.sh
