@@ -2093,7 +2093,7 @@ def square_tail(batch: int, n: int, sms: int, smem: int) -> int | None:
 
 
 # ---------------------------------------------------------------------------
-# Compile cache (keyed by Plan; batch and n are run-time sizes)
+# Compile cache (keyed by Plan; batch and n are run-time sizes; the DSL loads each kernel onto every device)
 # ---------------------------------------------------------------------------
 _COMPILED: dict = {}        # Plan, or (Plan, "pointers") -> its compiled kernel (`_panel_kernel`)
 # HouseholderPanel's arguments (a, h, tau, T, scratch, c, stream) as the CuTe executor converts them:
