@@ -212,6 +212,17 @@ NORMS_READY_BARRIER = 2     # named barrier of a one-CTA panel's two warps: a co
 # one CTA's sNext, by column parity: the published norms, then the reflector formed from them
 NEXT_XNORM2, NEXT_ALPHA, NEXT_XMAX, NEXT_BETA, NEXT_TAU, NEXT_LIFT, NEXT_SCALE = range(7)
 NEXT_FLOATS = 8             # a parity's record: the seven fields above, padded to eight floats
+# a cluster CTA's record of its rows' share of a column's norms, which it stores into every CTA of the
+# cluster (sRecvNext, by column parity): |x|^2, |x|_inf, alpha (from the CTA holding the diagonal row),
+# padded to four floats, one 16-byte st.async
+NORM_XNORM2, NORM_XMAX, NORM_ALPHA = range(3)
+NORM_FLOATS = 4
+# a cluster panel's mbarriers: the norms' of column parity 0 and 1, then the dot products' of parity 0 and 1
+BAR_NORMS, BAR_DOTS, CLUSTER_BARRIERS = 0, 2, 4
+# a one-CTA panel that forms T keeps each column's reflector in sGram's first rows until its columns are
+# finished after the last step (`finish_at_end`)
+KEPT_BETA, KEPT_LIFT, KEPT_SCALE = range(3)
+FLOAT_BYTES = 4
 
 
 # ---------------------------------------------------------------------------
@@ -826,18 +837,19 @@ if cutlass is not None:
             if cutlass.const_expr(self.form_t):
                 sGram = smem.allocate_tensor(cutlass.Float32, cute.make_layout((W, W)), 16)
                 sT = smem.allocate_tensor(cutlass.Float32, cute.make_layout((W, W)), 16)  # sT[l, i] = T[i, l]
-            # cluster exchange, by column parity: every CTA's |x|^2, |x|_inf, alpha (+ pad) and dot products;
-            # mbarriers [next of parity 0, 1, dots of parity 0, 1]
+            # cluster exchange, by column parity: every CTA's norm record (NORM_*) and dot products; the
+            # mbarriers BAR_NORMS + parity, BAR_DOTS + parity
             sRecvNext, sRecvDots, sBars = sNext, sNext, sNext          # one CTA: unused
             if cutlass.const_expr(G > 1):
-                sRecvNext = smem.allocate_tensor(cutlass.Float32, cute.make_layout((4, G, 2)), 16)
+                sRecvNext = smem.allocate_tensor(cutlass.Float32, cute.make_layout((NORM_FLOATS, G, 2)), 16)
                 sRecvDots = smem.allocate_tensor(cutlass.Float32, cute.make_layout((W, G, 2)), 16)
-                sBars = smem.allocate_tensor(cutlass.Int64, cute.make_layout(4), 8)
+                sBars = smem.allocate_tensor(cutlass.Int64, cute.make_layout(CLUSTER_BARRIERS), 8)
                 if tidx == 0:
-                    for i in cutlass.range_constexpr(4):
+                    for i in cutlass.range_constexpr(CLUSTER_BARRIERS):
                         cute.arch.mbarrier_init(sBars.iterator + i, 1)
                     cute.arch.mbarrier_init_fence()
-                    cute.arch.mbarrier_arrive_and_expect_tx(sBars.iterator, G * 16)     # column 0's norms
+                    cute.arch.mbarrier_arrive_and_expect_tx(sBars.iterator + BAR_NORMS,         # column 0's norms
+                                                            G * NORM_FLOATS * FLOAT_BYTES)
 
             self._stage(mA, sP, b, r0, nloc, c, w, lane, warp)
             self._sync()                # a cluster's mbarriers are initialized before any CTA stores into another
@@ -886,15 +898,17 @@ if cutlass is not None:
                         xmax = cutlass.Float32(0.0)
                         q = j % 2
                         owner = (d - c) // chunk                    # the CTA holding row d (before the wait)
-                        _wait_acquire_cluster(sBars.iterator + q, (j // 2) % 2)
+                        _wait_acquire_cluster(sBars.iterator + BAR_NORMS + q, (j // 2) % 2)
                         for g in cutlass.range_constexpr(G):
-                            xnorm2 = xnorm2 + sRecvNext[0, g, q]
-                            xmax = cute.arch.fmax(xmax, sRecvNext[1, g, q])
-                        alpha = sRecvNext[2, owner, q]
+                            xnorm2 = xnorm2 + sRecvNext[NORM_XNORM2, g, q]
+                            xmax = cute.arch.fmax(xmax, sRecvNext[NORM_XMAX, g, q])
+                        alpha = sRecvNext[NORM_ALPHA, owner, q]
                         if tidx == 0:           # this column's dots and the next column's norms (previous phases done)
-                            cute.arch.mbarrier_arrive_and_expect_tx(sBars.iterator + 2 + q, G * (w - 1 - j) * 4)
+                            cute.arch.mbarrier_arrive_and_expect_tx(sBars.iterator + BAR_DOTS + q,
+                                                                    G * (w - 1 - j) * FLOAT_BYTES)
                             if j + 1 < w:
-                                cute.arch.mbarrier_arrive_and_expect_tx(sBars.iterator + 1 - q, G * 16)
+                                cute.arch.mbarrier_arrive_and_expect_tx(sBars.iterator + BAR_NORMS + 1 - q,
+                                                                        G * NORM_FLOATS * FLOAT_BYTES)
                         beta, tau, lift, scale = self._larfg(alpha, xnorm2, xmax, sP, mScratch, b, rank, r0, nloc, d, j, lane)
                         if tidx == 0:
                             sTau[j] = tau
@@ -921,7 +935,7 @@ if cutlass is not None:
                             for k in cutlass.range(j + 1 + warp, w, NW):
                                 self._load_column(sP, rA, k, 0, nloc, lane)
                                 self._publish_dot(rV, rA, sRecvDots, sBars, j % 2, k, rank, lane)
-                        _wait_acquire_cluster(sBars.iterator + 2 + j % 2, (j // 2) % 2)
+                        _wait_acquire_cluster(sBars.iterator + BAR_DOTS + j % 2, (j // 2) % 2)
                     if cutlass.const_expr(self.resident):
                         for s in cutlass.range_constexpr(self.slots):
                             own = warp + NW * s
@@ -950,7 +964,8 @@ if cutlass is not None:
 
             if cutlass.const_expr(self.finish_at_end):
                 for j in cutlass.range(warp, w, NW):       # sGram's entries: stored before the last step's barrier
-                    self._finish_column_warp(sP, rA, j, c + j - r0, nloc, sGram[0, j], sGram[1, j], sGram[2, j], lane)
+                    self._finish_column_warp(sP, rA, j, c + j - r0, nloc, sGram[KEPT_BETA, j], sGram[KEPT_LIFT, j],
+                                             sGram[KEPT_SCALE, j], lane)
             else:
                 self._finish_column(sP, w - 1, c + w - 1, r0, nloc, beta_prev, lift_prev, scale_prev, tidx)
             cute.arch.sync_threads()
@@ -1000,7 +1015,7 @@ if cutlass is not None:
             dot = self._warp_dot(rV, rX)
             if lane < self.cluster:
                 _store_to_peer(sRecvDots.iterator + k + self.width * rank + self.width * self.cluster * parity,
-                               (dot,), sBars.iterator + 2 + parity, lane)
+                               (dot,), sBars.iterator + BAR_DOTS + parity, lane)
 
         @cute.jit
         def _reflect(self, rV, rX, tau, sRecvDots, parity, k):
@@ -1137,8 +1152,9 @@ if cutlass is not None:
                 # alpha from its lane (read only from the CTA that holds row d); lane g stores to CTA g
                 alpha = cute.arch.shuffle_sync(alpha, (d - r0) & (WARP - 1))
                 if lane < self.cluster:
-                    _store_to_peer(sRecvNext.iterator + 4 * rank + 4 * self.cluster * (k % 2),
-                                   (partial, largest, alpha, cutlass.Float32(0.0)), sBars.iterator + k % 2, lane)
+                    _store_to_peer(sRecvNext.iterator + NORM_FLOATS * rank + NORM_FLOATS * self.cluster * (k % 2),
+                                   (partial, largest, alpha, cutlass.Float32(0.0)), sBars.iterator + BAR_NORMS + k % 2,
+                                   lane)
             else:
                 q = NEXT_FLOATS * (k % 2)
                 if lane == 0:
@@ -1175,9 +1191,9 @@ if cutlass is not None:
                 sTau[k] = tau
                 mTau[b, c + k] = tau
                 if cutlass.const_expr(self.finish_at_end):
-                    sGram[0, k] = beta
-                    sGram[1, k] = lift
-                    sGram[2, k] = scale
+                    sGram[KEPT_BETA, k] = beta
+                    sGram[KEPT_LIFT, k] = lift
+                    sGram[KEPT_SCALE, k] = scale
 
         @cute.jit
         def _rescaled_norm2(self, sP, mScratch, b, rank, r0, nloc, d, j, size, lane):
@@ -1983,14 +1999,15 @@ def scratch_slots(width: int) -> int:
 def exchange_floats(width: int, cluster: int) -> int:
     """Floats of a cluster CTA's per-column exchange buffers (two parities of every CTA's norms and dot
     products); none for one CTA."""
-    return 0 if cluster == 1 else 2 * (4 + width) * cluster
+    return 0 if cluster == 1 else 2 * (NORM_FLOATS + width) * cluster
 
 
 def panel_smem_bytes(rows: int, width: int, form_t: bool, cluster: int = 1) -> int:
     """Shared memory of a HouseholderPanel CTA (see its docstring for the layout); a plan without T
     counts a BlockedSquareQR's two blocks' T (SQUARE_BLOCK^2 each) instead."""
     floats = (rows | 1) * width + 2 * (width if form_t else SQUARE_BLOCK) ** 2 + width + 2 * NEXT_FLOATS
-    return 4 * (floats + exchange_floats(width, cluster)) + (32 if cluster > 1 else 0)
+    barriers = CLUSTER_BARRIERS * 8 if cluster > 1 else 0       # mbarriers: 8 bytes each
+    return FLOAT_BYTES * (floats + exchange_floats(width, cluster)) + barriers
 
 
 @lru_cache(maxsize=None)
