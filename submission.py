@@ -217,7 +217,7 @@ NEXT_FLOATS = 8             # a parity's record: the seven fields above, padded 
 # padded to four floats, one 16-byte st.async
 NORM_XNORM2, NORM_XMAX, NORM_ALPHA = range(3)
 NORM_FLOATS = 4
-# a cluster panel's mbarriers: the norms' of column parity 0 and 1, then the dot products' of parity 0 and 1
+# a cluster panel's mbarriers: its norm records' for column parity 0 and 1, then its dot products' for each
 BAR_NORMS, BAR_DOTS, CLUSTER_BARRIERS = 0, 2, 4
 # a one-CTA panel that forms T keeps each column's reflector in sGram's first rows until its columns are
 # finished after the last step (`finish_at_end`)
@@ -316,9 +316,8 @@ def _small_qr_kernel(
     the tile with column k on lane k and the rows in registers (N = 32; at
     N = 16 a column takes two lanes, eight rows each), so the sums over rows
     (|x|^2, v^T A[:, k]) add a thread's own registers (and, at N = 16, one
-    shuffle); a gather
-    (register-to-register shuffles) copies column j to every lane, and each
-    lane then forms the reflector on its own. The column loop is unrolled:
+    shuffle); a gather (register-to-register shuffles) copies column j to
+    every lane, and each lane then forms the reflector on its own. The column loop is unrolled:
     which registers hold rows j, above j and below j is then known at
     compile time; the terms a sum or maximum leaves out are its identity
     (-0.0, -inf), which the compiler drops, and the rows above j are not
