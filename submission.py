@@ -305,27 +305,28 @@ def _small_qr_kernel(
 ):
     """H[b], tau[b] := geqrf(A[b]) (A any strides, H contiguous) for n <= N, unblocked.
 
-    Column j: the reflector of `larfg` (module docstring) from alpha = A[j, j]
-    and x = A[j+1:, j], computed from the column scaled by the power of two
-    s = 2^-e that brings max(|alpha|, |x|_inf) to [1, 2): the scaling is
-    exact, so beta = beta_s / s, tau = (beta_s - alpha_s) / beta_s and
+    Column j: the reflector of `larfg` (module docstring) from alpha =
+    A[j, j] and x = A[j+1:, j], computed from the column scaled by the power
+    of two s = 2^-e that brings max(|alpha|, |x|_inf) to [1, 2): the scaling
+    is exact, so beta = beta_s / s, tau = (beta_s - alpha_s) / beta_s and
     v = x_s / (alpha_s - beta_s) round as the unscaled formulas do, and
     neither |x_s|^2 nor the quotient can overflow or underflow. Then
-    A[j:, k] -= tau (v^T A[j:, k]) v for every k > j. Rows and
-    columns from n to N stay zero, so they never reach a sum. One warp holds
-    the tile with column k on lane k and the rows in registers (N = 32; at
-    N = 16 a column takes two lanes, eight rows each), so the sums over rows
-    (|x|^2, v^T A[:, k]) add a thread's own registers (and, at N = 16, one
-    shuffle); a gather (register-to-register shuffles) copies column j to
-    every lane, and each lane then forms the reflector on its own. The column loop is unrolled:
-    which registers hold rows j, above j and below j is then known at
-    compile time; the terms a sum or maximum leaves out are its identity
+    A[j:, k] -= tau (v^T A[j:, k]) v for every k > j. Rows and columns from
+    n to N stay zero, so they never reach a sum. One warp holds the tile
+    with column k on lane k and the rows in registers (N = 32; at N = 16 a
+    column takes two lanes, eight rows each), so the sums over rows (|x|^2,
+    v^T A[:, k]) add a thread's own registers (and, at N = 16, one shuffle);
+    a gather (register-to-register shuffles) copies column j to every lane,
+    and each lane then forms the reflector on its own. The column loop is
+    unrolled: which registers hold rows j, above j and below j is then known
+    at compile time; the terms a sum or maximum leaves out are its identity
     (-0.0, -inf), which the compiler drops, and the rows above j are not
-    updated, so column j costs instructions for rows j to N only. The strides
-    are not specialized: every view of a matrix then gets the same code, the
-    same register layout and so the same sums, bit for bit. A matrix whose
-    largest entry is below 2^TINY_EXPONENT is factored as 2^k A (the lift of
-    the blocked path), so that no product is subnormal, and its R scaled back.
+    updated, so column j costs instructions for rows j to N only. The
+    strides are not specialized: every view of a matrix then gets the same
+    code, the same register layout and so the same sums, bit for bit. A
+    matrix whose largest entry is below 2^TINY_EXPONENT is factored as 2^k A
+    (the lift of the blocked path), so that no product is subnormal, and its
+    R scaled back.
     """
     b = tl.program_id(0).to(tl.int64)
     rows = tl.arange(0, N)          # r, along the tile's dim 0 (a thread's registers)

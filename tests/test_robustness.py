@@ -236,7 +236,7 @@ def test_stage_and_lift_kernels():
 
 
 # ---------------------------------------------------------------------------
-# GPU: views, devices
+# GPU: views, devices, batches past the grid limit
 # ---------------------------------------------------------------------------
 @pytest.mark.gpu
 @pytest.mark.parametrize("n", [32, 176, 300])       # 176: an eager square plan, whose kernel reads contiguous inputs
