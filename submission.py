@@ -1302,9 +1302,11 @@ if cutlass is not None:
             self._store_column(sP, rX, j, 0, nloc, lane)
 
         @cute.jit
-        def _gram(self, sP, sGram, r0, nloc, c, lane, warp):
+        def _gram(self, sP, sGram, r0, nloc, c, lane, warp, entry=None, sParts=None, gram_warps=None,
+                  diagonal=False):
             """sGram[i, j] := (V^T V)[i, j] over this CTA's rows for the tiles on and above the diagonal
-            (i < 16 or j >= 16), from bf16 mma.sync on three-term splits of V (`_bf16_split`).
+            (i < 16 or j >= 16), from bf16 mma.sync on three-term splits of V (`_bf16_split`); V's
+            entries come from `entry(sP, r, col, r0, nloc, c)`, by default `_v_entry`.
 
             V[r, i] is 0 above row c + i, 1 on it and the panel below it (a selection: R's entries, which
             may be inf, never meet a product). Where the panel is narrower than width (w < width, the
@@ -1317,17 +1319,21 @@ if cutlass is not None:
             dropped are below 2^-24 of |v_i| |v_j|, about float32's rounding; the tensor cores'
             float32 accumulation is not rounded to nearest).
 
-            The first `_gram_warps()` warps take the chunks. Their partial sums
-            go to sP, which the panel no longer needs once every warp has read
-            it (a CTA barrier): a warp's entries above the diagonal (i < j, all
-            that T needs) to its own packed triangle, (i, j) at j (j - 1) / 2 + i.
-            After a second barrier each thread adds an entry of every triangle
-            in warp order (the same bits every run) into sGram, and a third
-            barrier ends it.
+            The first `gram_warps` warps (by default `_gram_warps()`) take the
+            chunks. Their partial sums go to sParts, by default sP, which the
+            panel no longer needs once every warp has read it (a CTA barrier): a
+            warp's entries above the diagonal (i < j, all that T needs; i <= j
+            with `diagonal`) to its own packed triangle, (i, j) at j (j - 1) / 2 + i
+            (j (j + 1) / 2 + i). After a second barrier each thread adds an entry
+            of every triangle in warp order (the same bits every run) into
+            sGram, and a third barrier ends it.
             """
             W = self.width
             assert W == 32, "the fragment mapping covers a 32 x 32 Gram matrix"
-            gram_warps = self._gram_warps()
+            if cutlass.const_expr(entry is None):
+                entry = self._v_entry
+            if cutlass.const_expr(gram_warps is None):
+                gram_warps = self._gram_warps()
             group = lane // 4
             pair = lane % 4
             rG = cute.make_rmem_tensor(4 * len(GRAM_TILES), cutlass.Float32)
@@ -1343,8 +1349,8 @@ if cutlass is not None:
                 for half in cutlass.range_constexpr(2):
                     for m in cutlass.range_constexpr(4):
                         row = q + 2 * pair + 8 * half
-                        split = _bf16_split(self._v_entry(sP, row, group + 8 * m, r0, nloc, c),
-                                            self._v_entry(sP, row + 1, group + 8 * m, r0, nloc, c))
+                        split = _bf16_split(entry(sP, row, group + 8 * m, r0, nloc, c),
+                                            entry(sP, row + 1, group + 8 * m, r0, nloc, c))
                         for k in cutlass.range_constexpr(3):
                             terms[k][half][m] = split[k]
                 for t in cutlass.range_constexpr(len(GRAM_TILES)):
@@ -1357,29 +1363,42 @@ if cutlass is not None:
                         acc = _mma_bf16(a, [terms[kb][0][nt], terms[kb][1][nt]], acc)
                     for e in cutlass.range_constexpr(4):
                         rG[4 * t + e] = acc[e]
-            # ----- partial sums through sP, added in warp order -----
-            triangle = W * (W - 1) // 2
-            sParts = cute.make_tensor(sP.iterator, cute.make_layout(gram_warps * triangle))
-            cute.arch.sync_threads()                                     # every warp has read sP
+            # ----- partial sums through sParts, added in warp order -----
+            triangle = W * (W + 1) // 2 if diagonal else W * (W - 1) // 2
+            if cutlass.const_expr(sParts is None):
+                sParts = cute.make_tensor(sP.iterator, cute.make_layout(gram_warps * triangle))
+                cute.arch.sync_threads()                                 # every warp has read sP
             if warp < gram_warps:
                 for t in cutlass.range_constexpr(len(GRAM_TILES)):
                     mt, nt = GRAM_TILES[t]
                     for e in cutlass.range_constexpr(4):
                         i = 16 * mt + group + 8 * (e // 2)
                         j = 8 * nt + 2 * pair + e % 2
-                        if i < j:
-                            sParts[warp * triangle + j * (j - 1) // 2 + i] = rG[4 * t + e]
+                        if cutlass.const_expr(diagonal):
+                            if i <= j:
+                                sParts[warp * triangle + j * (j + 1) // 2 + i] = rG[4 * t + e]
+                        else:
+                            if i < j:
+                                sParts[warp * triangle + j * (j - 1) // 2 + i] = rG[4 * t + e]
             cute.arch.sync_threads()
             for p in cutlass.range(cute.arch.thread_idx()[0], W * W, self.threads):
                 col = p // W
                 row = p - col * W
-                if row < col:
-                    packed = col * (col - 1) // 2 + row
-                    total = sParts[packed]
-                    for s in cutlass.range_constexpr(1, gram_warps):
-                        total = total + sParts[s * triangle + packed]
-                    sGram[row, col] = total
+                if cutlass.const_expr(diagonal):
+                    if row <= col:
+                        sGram[row, col] = self._sum_parts(sParts, col * (col + 1) // 2 + row, triangle, gram_warps)
+                else:
+                    if row < col:
+                        sGram[row, col] = self._sum_parts(sParts, col * (col - 1) // 2 + row, triangle, gram_warps)
             cute.arch.sync_threads()
+
+        @cute.jit
+        def _sum_parts(self, sParts, packed, triangle: int, gram_warps: int):
+            """The sum of entry `packed` of `_gram`'s packed triangles, in warp order."""
+            total = sParts[packed]
+            for s in cutlass.range_constexpr(1, gram_warps):
+                total = total + sParts[s * triangle + packed]
+            return total
 
         def _gram_warps(self) -> int:
             """Warps that take `_gram`'s row chunks: all, or as many as sP holds the packed triangles of (for
