@@ -133,10 +133,12 @@ class CholeskyPanel(submission.HouseholderPanel):
             if rank == 0:
                 mScratch[b, 0, submission.SLOT_SCALED] = sVec[VEC_FLAG, 0]
 
-        # ----- rank 0: Q's top rows, Q_top - S = L U, R = S R2 R1, M = U R2; V = Q1 M^-1 on every other row -----
+        # ----- rank 0: Q's top rows, Q_top - S = L U, R = S R2 R1, M = U R2; V = Q1 M^-1 on every other row.
+        # Rank 0's warp 0 forms T meanwhile (it arrives at M's cluster barrier before, waits after). -----
         if ok:
             if rank == 0:
-                self._solve_rows(sP, sR2, sVec, VEC_INV2, 0, W, tidx, self.threads)
+                if lane < W // NW:                      # W // NW lanes of every warp: the chains side by side
+                    self._solve_row(sP, sR2, sVec, VEC_INV2, warp * (W // NW) + lane)
                 cute.arch.sync_threads()
                 self._stamp(mScratch, b, rank, tidx, clock0, 6)
                 if warp == 0:
@@ -144,34 +146,41 @@ class CholeskyPanel(submission.HouseholderPanel):
                 else:
                     self._product(sR2, sR1, sRf, tidx - WARP, self.threads - WARP)
                 cute.arch.sync_threads()
-                self._product(sU, sR2, sM, tidx, self.threads)
-                for p in cutlass.range(tidx, W * W, self.threads):     # R on and above the diagonal
-                    i = p % W
-                    j = p // W
-                    if i <= j:
-                        sP[i, j] = sVec[VEC_SIGN, i] * sRf[i, j]
-                cute.arch.sync_threads()
+                if warp == 0:
+                    if cutlass.const_expr(G > 1):
+                        cute.arch.cluster_arrive()
+                    self._t_rows(sU, sL, sVec, mT, b, lane)
+                else:
+                    self._product(sU, sR2, sM, tidx - WARP, self.threads - WARP)
+                    for p in cutlass.range(tidx - WARP, W * W, self.threads - WARP):   # R on and above the diagonal
+                        i = p % W
+                        j = p // W
+                        if i <= j:
+                            sP[i, j] = sVec[VEC_SIGN, i] * sRf[i, j]
+                    cute.arch.barrier(barrier_id=1, number_of_threads=self.threads - WARP)
+                    if cutlass.const_expr(G > 1):
+                        for p in cutlass.range(tidx - WARP, W * W, self.threads - WARP):
+                            mScratch[b, 0, SLOT_M + p] = sM[p % W, p // W]
+                        cute.arch.cluster_arrive()
+                    self._stamp(mScratch, b, rank, tidx - WARP, clock0, 7)
+                    if tidx - WARP < W:
+                        sVec[VEC_INVM, tidx - WARP] = cute.arch.rcp_approx(sM[tidx - WARP, tidx - WARP])
+                    cute.arch.barrier(barrier_id=1, number_of_threads=self.threads - WARP)
+                    self._stamp(mScratch, b, rank, tidx - WARP, clock0, 8)
+                    self._solve_rows(sP, sM, sVec, VEC_INVM, W, nloc, tidx - WARP, self.threads - WARP)
                 if cutlass.const_expr(G > 1):
-                    for p in cutlass.range(tidx, W * W, self.threads):
-                        mScratch[b, 0, SLOT_M + p] = sM[p % W, p // W]
-                self._stamp(mScratch, b, rank, tidx, clock0, 7)
-            if cutlass.const_expr(G > 1):
-                self._sync()
-                if rank != 0:
+                    cute.arch.cluster_wait()
+            else:
+                if cutlass.const_expr(G > 1):
+                    cute.arch.cluster_arrive()
+                    cute.arch.cluster_wait()
                     for p in cutlass.range(tidx, W * W, self.threads):
                         sM[p % W, p // W] = mScratch[b, 0, SLOT_M + p]
                     cute.arch.sync_threads()
-            if tidx < W:
-                sVec[VEC_INVM, tidx] = cute.arch.rcp_approx(sM[tidx, tidx])
-            cute.arch.sync_threads()
-            self._stamp(mScratch, b, rank, tidx, clock0, 8)
-            if rank == 0:
-                if warp == 0:
-                    self._t_rows(sU, sL, sVec, mT, b, lane)
-                else:
-                    self._solve_rows(sP, sM, sVec, VEC_INVM, W, nloc, tidx - WARP, self.threads - WARP)
-            else:
-                self._solve_rows(sP, sM, sVec, VEC_INVM, 0, nloc, tidx, self.threads)
+                    if tidx < W:
+                        sVec[VEC_INVM, tidx] = cute.arch.rcp_approx(sM[tidx, tidx])
+                    cute.arch.sync_threads()
+                    self._solve_rows(sP, sM, sVec, VEC_INVM, 0, nloc, tidx, self.threads)
             cute.arch.sync_threads()
             self._stamp(mScratch, b, rank, tidx, clock0, 9)
             self._write_back(mH, sP, b, r0, nloc, c, w, lane, warp)
@@ -289,16 +298,21 @@ class CholeskyPanel(submission.HouseholderPanel):
         """sP[r, :] := sP[r, :] R^-1 (R upper in sR, 1 / R[j, j] in sVec[inv_row, j]) for rows r in
         [first_row, nloc), rows first_row + first, + stride, ... by this thread: x R = a by forward
         substitution."""
-        W = self.width
         for r in cutlass.range(first_row + first, nloc, stride):
-            x = [sP[r, j] for j in range(W)]
-            for j in cutlass.range_constexpr(W):
-                chains = [cutlass.Float32(0.0)] * submission.DOT_CHAINS
-                for i in cutlass.range_constexpr(j):
-                    chains[i % submission.DOT_CHAINS] = chains[i % submission.DOT_CHAINS] + x[i] * sR[i, j]
-                x[j] = (x[j] - self._combine(chains, lambda u, v: u + v)) * sVec[inv_row, j]
-            for j in cutlass.range_constexpr(W):
-                sP[r, j] = x[j]
+            self._solve_row(sP, sR, sVec, inv_row, r)
+
+    @cute.jit
+    def _solve_row(self, sP, sR, sVec, inv_row, r):
+        """sP[r, :] := sP[r, :] R^-1 (`_solve_rows` for one row), each dot product in DOT_CHAINS chains."""
+        W = self.width
+        x = [sP[r, j] for j in range(W)]
+        for j in cutlass.range_constexpr(W):
+            chains = [cutlass.Float32(0.0)] * submission.DOT_CHAINS
+            for i in cutlass.range_constexpr(j):
+                chains[i % submission.DOT_CHAINS] = chains[i % submission.DOT_CHAINS] + x[i] * sR[i, j]
+            x[j] = (x[j] - self._combine(chains, lambda u, v: u + v)) * sVec[inv_row, j]
+        for j in cutlass.range_constexpr(W):
+            sP[r, j] = x[j]
 
     @cute.jit
     def _rebuild_top(self, sP, sU, sL, sRow, sVec, mTau, b, c, lane):
@@ -334,13 +348,12 @@ class CholeskyPanel(submission.HouseholderPanel):
             if lane == 0:
                 sVec[VEC_SIGN, k] = sign
                 mTau[b, c + k] = -sign * u
+            if lane > k:                                  # lane j: L[j, k]
+                l = sRow[lane - k, k % 2] * inverse
+                sP[lane, k] = l
+                sL[lane, k] = l
             for i in cutlass.range_constexpr(1, W):
-                l = column[i] * inverse                   # L[k + i, k]
-                if lane == k:
-                    if k + i < W:
-                        sP[k + i, k] = l
-                        sL[k + i, k] = l
-                q[i - 1] = q[i] - l * upper
+                q[i - 1] = q[i] - (column[i] * inverse) * upper
             q[W - 1] = cutlass.Float32(0.0)
 
     @cute.jit
