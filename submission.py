@@ -132,6 +132,12 @@ PANEL_ROW_STEP_SHARED = 32
 # columns in registers when a lane's share fits in this many (2-16 CTAs a matrix gained 6-11%; at
 # 640x512, five CTAs per SM, it lost 2.5%)
 PANEL_RESIDENT_REGS = 32
+# A panel of a resident plan with more rows left than this is factored by CholeskyQR2 and Householder
+# reconstruction (HouseholderPanel's `cholesky`; its single panels at 2x4096 and 8x2048 took 0.77-0.83 of the
+# column steps' time, one CTA of 1024 rows 0.86, of 512 rows 1.02: bench/probe_cholqr_panel.py) ...
+CHOLESKY_MIN_ROWS = 512
+CHOLESKY_ORTH_LIMIT = 0.5                   # ... unless ||Q1^T Q1 - I||_inf exceeds this (the second Gram) ...
+CHOLESKY_GRAM_RANGE = (2.0 ** -100, 2.0 ** 100)     # ... or a column's |a|^2 leaves this range
 TRAIL_BLOCK_M = 64          # rows of a trailing-update tile
 TRAIL_BLOCK_N = 64          # columns of a trailing-update tile (64 beat 128 by 5% at 640x512 with the fused update)
 TRAIL_WARPS = 4             # at W = 64 too: 8 warps took 1.5-1.7x as long (fused, 64 x 64 tiles)
@@ -209,6 +215,10 @@ WARP = 32
 SLOT_SCALED, SLOT_GRAM = 0, 1
 BLOCK_READY_BARRIER = 1     # named barrier of BlockedSquareQR's warps 0..block (0 is __syncthreads)
 NORMS_READY_BARRIER = 2     # named barrier of a one-CTA panel's two warps: a column's norms published, read
+CHOLESKY_REST_BARRIER = 1   # named barrier of a CholeskyQR2 panel's warps 1.. while warp 0 forms T
+# a CholeskyQR2 panel's per-column vector rows (sVec): 1 / diag of R1, R2 and M = U R2, the signs S, the flag
+CHOL_INV1, CHOL_INV2, CHOL_INVM, CHOL_SIGN, CHOL_FLAG = range(5)
+CHOL_ROWS = 5
 # one CTA's sNext, by column parity: the published norms, then the reflector formed from them
 NEXT_XNORM2, NEXT_ALPHA, NEXT_XMAX, NEXT_BETA, NEXT_TAU, NEXT_LIFT, NEXT_SCALE = range(7)
 NEXT_FLOATS = 8             # a parity's record: the seven fields above, padded to eight floats
@@ -675,6 +685,18 @@ if cutlass is not None:
         return [cutlass.Int32(llvm.extractvalue(i32, terms, [k], loc=loc, ip=ip)) for k in range(3)]
 
     @dsl_user_op
+    def _inverse_sqrt_power_of_two(x, *, loc=None, ip=None):
+        """2^-floor(e / 2) for a positive normal float x in [2^e, 2^(e+1)) (from its exponent field): a
+        scale that brings sqrt(x) into [1, 2) or [sqrt(1/2), sqrt(2)) without rounding anything."""
+        result = llvm.inline_asm(
+            cutlass.Float32.mlir_type,
+            [cutlass.Float32(x).ir_value(loc=loc, ip=ip)],
+            "{ .reg .b32 t; mov.b32 t, $1; shr.u32 t, t, 23; and.b32 t, t, 255; sub.s32 t, t, 127; shr.s32 t, t, 1; "
+            "sub.s32 t, 127, t; shl.b32 t, t, 23; mov.b32 $0, t; }",
+            "=f,f", has_side_effects=False, asm_dialect=0, loc=loc, ip=ip)
+        return cutlass.Float32(result)
+
+    @dsl_user_op
     def _mma_bf16(a, b, acc, *, loc=None, ip=None):
         """acc + A B by one warp-wide m16n8k16 mma.sync: a (4 registers) and b (2) hold bf16 pairs, acc (4
         floats) the float32 accumulator, each in the PTX ISA's fragment layout for that shape."""
@@ -736,6 +758,27 @@ if cutlass is not None:
         after every CTA's last wait, so no CTA exits while a peer may still
         store into its shared memory.
 
+        With `cholesky` the staged panel goes first through CholeskyQR2 and
+        Householder reconstruction (`_cholesky_qr`), which needs no exchange per
+        column:
+            twice:   G = A^T A over the CTA's rows (`_gram`, on and above the
+                     diagonal), summed over the cluster in rank order through the
+                     scratch; R_k = chol(G) by one warp (`_cholesky_warp`; the first
+                     on power-of-two column scales from G's diagonal); A := A R_k^-1,
+                     a row a thread (`_solve_row`): Q1, then Q = Q1 R2^-1
+            rank 0:  Q's top W rows; Q_top - S = L U without pivoting, S_k = -sign
+                     of the k-th pivot (Ballard et al., "Reconstructing Householder
+                     vectors from Tall-Skinny QR"; `_rebuild_top`): L is V's top
+                     rows, tau_k = -S_k U[k, k], R = S R2 R1 on and above the diagonal,
+                     T = -U S L^-T (`_t_rows`), and M = U R2 to every CTA
+            all:     V = Q1 M^-1 on every other row, written back.
+        In exact arithmetic this is geqrf's V, tau and R. It is taken only if
+        every column's |a|^2 lies in CHOLESKY_GRAM_RANGE, both Choleskys find
+        positive pivots and ||Q1^T Q1 - I||_inf <= CHOLESKY_ORTH_LIMIT (so that
+        the second sweep makes Q orthonormal to rounding); otherwise the panel
+        is staged again and takes the column steps. Every CTA of a cluster
+        reaches the same decision from the same sums.
+
         Column j's tail keeps its raw x while column j is read as v (every
         warp scales its own copy in registers). A cluster scales it into v in
         shared memory, and stores beta on its diagonal, during column j+1,
@@ -761,7 +804,7 @@ if cutlass is not None:
         """
 
         def __init__(self, rows: int, width: int, cluster: int, threads: int, form_t: bool, resident: bool,
-                     merges: bool = False):
+                     merges: bool = False, cholesky: bool = False):
             self.width = width
             self.cluster = cluster
             self.threads = threads
@@ -776,7 +819,13 @@ if cutlass is not None:
             self.merges = merges
             self.slot_cross = SLOT_GRAM + width * width     # cluster scratch: a CTA's part of V1^T V2 ...
             self.slot_t = SLOT_GRAM + 2 * width * width     # ... and T, for the second panel of a pair
+            self.cholesky = cholesky
+            self.slot_g1 = SLOT_GRAM + 3 * width * width      # cluster scratch of `_cholesky_qr`: the two Grams' parts ...
+            self.slot_g2 = SLOT_GRAM + 4 * width * width
+            self.slot_m = SLOT_GRAM + 5 * width * width       # ... and rank 0's M = U R2
             assert form_t or not merges, "a pair's merged T needs the second panel's T"
+            assert not cholesky or (form_t and not merges and width == WARP and threads // WARP <= WARP), \
+                "CholeskyQR2 panels form a single panel's T, a lane a column"
             assert not merges or self.ld >= 2 * width, "sP holds V1^T V2 and T1 for the merge"
             assert cluster == 1 or form_t, "a cluster panel ends with T's cluster barrier, after every CTA's last wait"
 
@@ -812,7 +861,6 @@ if cutlass is not None:
                    mT: cute.Tensor, mScratch: cute.Tensor, c: cutlass.Int32):
             W = self.width
             G = self.cluster
-            NW = self.threads // WARP
             n = mH.shape[1]
             tidx, _, _ = cute.arch.thread_idx()
             lane = tidx % WARP
@@ -833,7 +881,7 @@ if cutlass is not None:
             sP = smem.allocate_tensor(cutlass.Float32, cute.make_layout((self.ld, W)), 16)
             sTau = smem.allocate_tensor(cutlass.Float32, cute.make_layout(W), 16)
             sNext = smem.allocate_tensor(cutlass.Float32, cute.make_layout(2 * NEXT_FLOATS), 16)  # NEXT_* by parity
-            sGram = sNext                                               # without T: unused
+            sGram, sT = sNext, sNext                                    # without T: unused
             if cutlass.const_expr(self.form_t):
                 sGram = smem.allocate_tensor(cutlass.Float32, cute.make_layout((W, W)), 16)
                 sT = smem.allocate_tensor(cutlass.Float32, cute.make_layout((W, W)), 16)  # sT[l, i] = T[i, l]
@@ -852,6 +900,24 @@ if cutlass is not None:
                                                             G * NORM_FLOATS * FLOAT_BYTES)
 
             self._stage(mA, sP, b, r0, nloc, c, w, lane, warp)
+            if cutlass.const_expr(self.cholesky):
+                if self._cholesky_qr(smem, mH, mTau, mT, mScratch, c, sP, b, rank, r0, nloc, w, tidx, lane, warp):
+                    pass
+                else:                   # the column steps, on the panel staged again
+                    self._stage(mA, sP, b, r0, nloc, c, w, lane, warp)
+                    self._householder_columns(mA, mH, mTau, mT, mScratch, c, sP, sTau, sNext, sGram, sT, sRecvNext,
+                                              sRecvDots, sBars, b, rank, r0, nloc, w, chunk, tidx, lane, warp)
+            else:
+                self._householder_columns(mA, mH, mTau, mT, mScratch, c, sP, sTau, sNext, sGram, sT, sRecvNext,
+                                          sRecvDots, sBars, b, rank, r0, nloc, w, chunk, tidx, lane, warp)
+
+        @cute.jit
+        def _householder_columns(self, mA, mH, mTau, mT, mScratch, c, sP, sTau, sNext, sGram, sT, sRecvNext, sRecvDots,
+                                 sBars, b, rank, r0, nloc, w, chunk, tidx, lane, warp):
+            """The panel's column steps on the staged sP, its write-back and T (the kernel's body after staging)."""
+            W = self.width
+            G = self.cluster
+            NW = self.threads // WARP
             self._sync()                # a cluster's mbarriers are initialized before any CTA stores into another
 
             rV = cute.make_rmem_tensor(self.rows_per_lane, cutlass.Float32)   # v of column j
@@ -974,6 +1040,299 @@ if cutlass is not None:
 
             if cutlass.const_expr(self.form_t):
                 self._form_t(mA, sP, sTau, sGram, sT, mT, mScratch, b, rank, r0, nloc, c, w, tidx, lane, warp)
+
+
+        @cute.jit
+        def _cholesky_qr(self, smem, mH, mTau, mT, mScratch, c, sP, b, rank, r0, nloc, w, tidx, lane, warp):
+            """The panel staged in sP by CholeskyQR2 and Householder reconstruction (see `cholesky` in the class
+            docstring): H's panel, tau and T written, and True; or False, with nothing written and sP
+            overwritten, where this matrix's panel must take the column steps (the same answer in every
+            CTA of a cluster: it comes from sums in rank order)."""
+            W = self.width
+            G = self.cluster
+            NW = self.threads // WARP
+            # triangles X[i, j] with column j contiguous and 16-byte aligned (vector loads in `_solve_row`)
+            padded = cute.make_layout((W, W), stride=(1, W + 4))
+            sG = smem.allocate_tensor(cutlass.Float32, padded, 16)
+            sR1 = smem.allocate_tensor(cutlass.Float32, padded, 16)
+            sR2 = smem.allocate_tensor(cutlass.Float32, padded, 16)
+            sU = smem.allocate_tensor(cutlass.Float32, padded, 16)
+            sM = smem.allocate_tensor(cutlass.Float32, padded, 16)
+            sRf = smem.allocate_tensor(cutlass.Float32, padded, 16)
+            sL = smem.allocate_tensor(cutlass.Float32, cute.make_layout((W, W), stride=(W + 4, 1)), 16)  # rows contiguous
+            sRow = smem.allocate_tensor(cutlass.Float32, cute.make_layout((W, 2), stride=(1, W)), 16)  # by step parity
+            sVec = smem.allocate_tensor(cutlass.Float32, cute.make_layout((CHOL_ROWS, W)), 16)
+            sParts = smem.allocate_tensor(cutlass.Float32, cute.make_layout(NW * W * (W + 1) // 2), 16)
+            if tidx == 0:
+                sVec[CHOL_FLAG, 0] = cutlass.Float32(1.0)
+            for p in cutlass.range(tidx, W * W, self.threads):
+                sL[p // W, p % W] = cutlass.Float32(0.0)
+            cute.arch.sync_threads()
+
+            # ----- CholeskyQR, twice: G = A^T A, R = chol(G) (the first on power-of-two column scales), A := A R^-1 -----
+            self._cluster_gram(sP, sG, sParts, mScratch, self.slot_g1, b, rank, r0, nloc, c, tidx, lane, warp)
+            if warp == 0:
+                self._cholesky_warp(sG, sR1, sRow, sVec, CHOL_INV1, lane, True)
+            cute.arch.sync_threads()
+            self._solve_rows(sP, sR1, sVec, CHOL_INV1, 0, nloc, tidx, self.threads)
+            cute.arch.sync_threads()
+            self._cluster_gram(sP, sG, sParts, mScratch, self.slot_g2, b, rank, r0, nloc, c, tidx, lane, warp)
+            if warp == 0:
+                self._cholesky_warp(sG, sR2, sRow, sVec, CHOL_INV2, lane, False)
+            cute.arch.sync_threads()
+            ok = sVec[CHOL_FLAG, 0] != 0.0
+
+            # ----- rank 0: Q's top rows, Q_top - S = L U, R = S R2 R1, M = U R2; V = Q1 M^-1 on every other row.
+            # Rank 0's warp 0 forms T meanwhile (it arrives at M's cluster barrier before, waits after). -----
+            if ok:
+                if rank == 0:
+                    if lane < W // NW:                      # W // NW lanes of every warp: the chains side by side
+                        self._solve_row(sP, sR2, sVec, CHOL_INV2, warp * (W // NW) + lane)
+                    cute.arch.sync_threads()
+                    if warp == 0:
+                        self._rebuild_top(sP, sU, sL, sRow, sVec, mTau, b, c, lane)
+                    else:
+                        self._product(sR2, sR1, sRf, tidx - WARP, self.threads - WARP)
+                    cute.arch.sync_threads()
+                    if warp == 0:
+                        if cutlass.const_expr(G > 1):
+                            cute.arch.cluster_arrive()
+                        self._t_rows(sU, sL, sVec, mT, mScratch, b, lane)
+                    else:
+                        self._product(sU, sR2, sM, tidx - WARP, self.threads - WARP)
+                        for p in cutlass.range(tidx - WARP, W * W, self.threads - WARP):   # R on and above the diagonal
+                            i = p % W
+                            j = p // W
+                            if i <= j:
+                                sP[i, j] = sVec[CHOL_SIGN, i] * sRf[i, j]
+                        cute.arch.barrier(barrier_id=CHOLESKY_REST_BARRIER, number_of_threads=self.threads - WARP)
+                        if cutlass.const_expr(G > 1):
+                            for p in cutlass.range(tidx - WARP, W * W, self.threads - WARP):
+                                mScratch[b, 0, self.slot_m + p] = sM[p % W, p // W]
+                            cute.arch.cluster_arrive()
+                        if tidx - WARP < W:
+                            sVec[CHOL_INVM, tidx - WARP] = cute.arch.rcp_approx(sM[tidx - WARP, tidx - WARP])
+                        cute.arch.barrier(barrier_id=CHOLESKY_REST_BARRIER, number_of_threads=self.threads - WARP)
+                        self._solve_rows(sP, sM, sVec, CHOL_INVM, W, nloc, tidx - WARP, self.threads - WARP)
+                    if cutlass.const_expr(G > 1):
+                        cute.arch.cluster_wait()
+                else:
+                    if cutlass.const_expr(G > 1):
+                        cute.arch.cluster_arrive()
+                        cute.arch.cluster_wait()
+                        for p in cutlass.range(tidx, W * W, self.threads):
+                            sM[p % W, p // W] = mScratch[b, 0, self.slot_m + p]
+                        cute.arch.sync_threads()
+                        if tidx < W:
+                            sVec[CHOL_INVM, tidx] = cute.arch.rcp_approx(sM[tidx, tidx])
+                        cute.arch.sync_threads()
+                        self._solve_rows(sP, sM, sVec, CHOL_INVM, 0, nloc, tidx, self.threads)
+                cute.arch.sync_threads()
+                self._write_back(mH, sP, b, r0, nloc, c, w, lane, warp)
+            return ok
+
+        @cute.jit
+        def _raw_entry(self, sP, r, col, r0, nloc, c):
+            """A[r, col] of the panel in sP, 0 at rows >= nloc."""
+            x = cutlass.Float32(0.0)
+            if r < nloc:
+                x = sP[r, col]
+            return x
+
+        @cute.jit
+        def _cluster_gram(self, sP, sG, sParts, mScratch, slot, b, rank, r0, nloc, c, tidx, lane, warp):
+            """sG := A^T A on and above the diagonal, summed over the cluster's CTAs in rank order (the same bits
+            in every CTA) through the scratch slots from `slot`."""
+            W = self.width
+            G = self.cluster
+            self._gram(sP, sG, r0, nloc, c, lane, warp, entry=self._raw_entry, sParts=sParts,
+                       gram_warps=self.threads // WARP, diagonal=True)
+            if cutlass.const_expr(G > 1):
+                for p in cutlass.range(tidx, W * W, self.threads):
+                    i = p % W
+                    j = p // W
+                    if i <= j:
+                        mScratch[b, rank, slot + p] = sG[i, j]
+                self._sync()
+                for p in cutlass.range(tidx, W * W, self.threads):
+                    i = p % W
+                    j = p // W
+                    if i <= j:
+                        total = mScratch[b, 0, slot + p]
+                        for g in cutlass.range_constexpr(1, G):
+                            total = total + mScratch[b, g, slot + p]
+                        sG[i, j] = total
+                cute.arch.sync_threads()
+
+        @cute.jit
+        def _cholesky_warp(self, sG, sR, sRow, sVec, inv_row, lane, scaled: bool):
+            """One warp: R with R^T R = G (sG's upper triangle), lane j holding column j; sR := R, zeros
+            below the diagonal, 1 / R[j, j] into sVec[inv_row, j]. `scaled` (the first sweep): the
+            factorization is of D G D, D = diag(s), s_j = 2^-floor(e_j / 2) for G[j, j] in [2^e_j, 2^(e_j+1)),
+            and R = chol(D G D) D^-1 (exact power-of-two scalings), every G[j, j] within CHOLESKY_GRAM_RANGE; else
+            (the second) every row of |G - I| sums to at most CHOLESKY_ORTH_LIMIT. A pivot that is not
+            positive (or NaN), or a broken condition, clears sVec[CHOL_FLAG, 0].
+
+            Step k is a loop trip (a short body, which stays in the instruction cache): lane j's g[i] holds
+            G[k + i, j] as the elimination leaves it, shifted down a slot each step so that the pivot row
+            is always g[0]. The pivot row goes through sRow (by step parity: lane j >= k stores G[k, j] at
+            j - k), from which every lane loads it whole in vector loads; slots past row W hold what
+            nothing reads."""
+            W = self.width
+            good = sVec[CHOL_FLAG, 0]
+            g = cute.make_rmem_tensor(W, cutlass.Float32)
+            row = cute.make_rmem_tensor(W, cutlass.Float32)
+            for i in cutlass.range_constexpr(W):
+                g[i] = sG[cutlass.min(i, lane), cutlass.max(i, lane)]
+            scale = cutlass.Float32(1.0)
+            if cutlass.const_expr(scaled):
+                d = sG[lane, lane]
+                if cute.arch.vote_all_sync(d >= CHOLESKY_GRAM_RANGE[0]):
+                    if cute.arch.vote_all_sync(d <= CHOLESKY_GRAM_RANGE[1]):
+                        pass
+                    else:
+                        good = cutlass.Float32(0.0)
+                else:
+                    good = cutlass.Float32(0.0)
+                scale = _inverse_sqrt_power_of_two(d)
+                for i in cutlass.range_constexpr(W):
+                    g[i] = g[i] * (cute.arch.shuffle_sync(scale, i) * scale)
+            else:
+                row_sum = cutlass.Float32(0.0)
+                for i in cutlass.range_constexpr(W):
+                    e = g[i]
+                    if i == lane:
+                        e = e - 1.0
+                    row_sum = row_sum + cute.arch.fmax(e, -e)
+                if cute.arch.vote_all_sync(row_sum <= CHOLESKY_ORTH_LIMIT):
+                    pass
+                else:
+                    good = cutlass.Float32(0.0)
+            unscale = 1.0 / scale
+            diagonal = cutlass.Float32(1.0)
+            for k in cutlass.range(W, unroll=1):
+                if lane >= k:
+                    sRow[lane - k, k % 2] = g[0]
+                cute.arch.sync_warp()
+                for i in cutlass.range_constexpr(W):
+                    row[i] = sRow[i, k % 2]
+                if row[0] > 0.0:
+                    pass
+                else:
+                    good = cutlass.Float32(0.0)
+                inverse = cute.math.rsqrt(row[0])
+                r = g[0] * inverse                            # chol(D G D)[k, j] for lanes j >= k
+                entry = cutlass.Float32(0.0)
+                if lane >= k:
+                    entry = r * unscale
+                if lane == k:
+                    diagonal = r
+                sR[k, lane] = entry
+                for i in cutlass.range_constexpr(1, W):
+                    g[i - 1] = g[i] - (row[i] * inverse) * r
+                g[W - 1] = cutlass.Float32(0.0)
+            sVec[inv_row, lane] = scale * cute.arch.rcp_approx(diagonal)
+            if lane == 0:
+                sVec[CHOL_FLAG, 0] = good
+
+        @cute.jit
+        def _solve_rows(self, sP, sR, sVec, inv_row, first_row, nloc, first, stride: int):
+            """sP[r, :] := sP[r, :] R^-1 (R upper in sR, 1 / R[j, j] in sVec[inv_row, j]) for rows r in
+            [first_row, nloc), rows first_row + first, + stride, ... by this thread: x R = a by forward
+            substitution."""
+            for r in cutlass.range(first_row + first, nloc, stride):
+                self._solve_row(sP, sR, sVec, inv_row, r)
+
+        @cute.jit
+        def _solve_row(self, sP, sR, sVec, inv_row, r):
+            """sP[r, :] := sP[r, :] R^-1 (`_solve_rows` for one row), each dot product in DOT_CHAINS chains."""
+            W = self.width
+            x = [sP[r, j] for j in range(W)]
+            for j in cutlass.range_constexpr(W):
+                chains = [cutlass.Float32(0.0)] * DOT_CHAINS
+                for i in cutlass.range_constexpr(j):
+                    chains[i % DOT_CHAINS] = chains[i % DOT_CHAINS] + x[i] * sR[i, j]
+                x[j] = (x[j] - self._combine(chains, lambda u, v: u + v)) * sVec[inv_row, j]
+            for j in cutlass.range_constexpr(W):
+                sP[r, j] = x[j]
+
+        @cute.jit
+        def _rebuild_top(self, sP, sU, sL, sRow, sVec, mTau, b, c, lane):
+            """Rank 0's warp 0, lane j holding column j of Q's top W rows (local rows 0..W-1):
+            Q_top - S = L U (S_k = -sign of the k-th pivot); sU := U, sVec[CHOL_SIGN] := S; tau_j = -S_j U[j, j]
+            into mTau; L into sP's top rows below the diagonal and into sL. Step k is a loop trip, lane j's
+            q[i] holding row k + i of what the elimination leaves (as in `_cholesky_warp`); lane k's column
+            (the pivot and what becomes L's column k) goes to every lane through sRow."""
+            W = self.width
+            q = cute.make_rmem_tensor(W, cutlass.Float32)
+            column = cute.make_rmem_tensor(W, cutlass.Float32)
+            for i in cutlass.range_constexpr(W):
+                q[i] = sP[i, lane]
+            for k in cutlass.range(W, unroll=1):
+                if lane == k:
+                    for i in cutlass.range_constexpr(W):
+                        sRow[i, k % 2] = q[i]
+                cute.arch.sync_warp()
+                for i in cutlass.range_constexpr(W):
+                    column[i] = sRow[i, k % 2]
+                sign = cutlass.Float32(1.0)
+                if column[0] >= 0.0:
+                    sign = cutlass.Float32(-1.0)
+                u = column[0] - sign
+                inverse = cute.arch.rcp_approx(u)
+                upper = q[0]                                  # U[k, j] for lanes j > k
+                if lane == k:
+                    upper = u
+                entry = cutlass.Float32(0.0)
+                if lane >= k:
+                    entry = upper
+                sU[k, lane] = entry
+                if lane == 0:
+                    sVec[CHOL_SIGN, k] = sign
+                    mTau[b, c + k] = -sign * u
+                if lane > k:                                  # lane j: L[j, k]
+                    l = sRow[lane - k, k % 2] * inverse
+                    sP[lane, k] = l
+                    sL[lane, k] = l
+                for i in cutlass.range_constexpr(1, W):
+                    q[i - 1] = q[i] - (column[i] * inverse) * upper
+                q[W - 1] = cutlass.Float32(0.0)
+
+        @cute.jit
+        def _product(self, sX, sY, sZ, first, stride: int):
+            """sZ := X Y for upper triangular X and Y (zeros below their diagonals), entries first,
+            first + stride, ... by this thread."""
+            W = self.width
+            for p in cutlass.range(first, W * W, stride):
+                i = p % W
+                j = p // W
+                total = cutlass.Float32(0.0)
+                for k in cutlass.range_constexpr(W):
+                    total = total + sX[i, k] * sY[k, j]
+                sZ[i, j] = total
+
+        @cute.jit
+        def _t_rows(self, sU, sL, sVec, mT, mScratch, b, lane):
+            """Rank 0's warp 0: T = -U S L^-T (Ballard et al.) into mT[b] and the scratch (`slot_t`), lane i
+            forming row i: x L^T = -(U S)[i, :] by forward substitution over the columns (row j of L from sL,
+            zeros on and above its diagonal, and x's entries from j on still 0)."""
+            W = self.width
+            x = cute.make_rmem_tensor(W, cutlass.Float32)
+            for j in cutlass.range_constexpr(W):
+                x[j] = cutlass.Float32(0.0)
+            for j in cutlass.range(W, unroll=1):
+                chains = [cutlass.Float32(0.0)] * DOT_CHAINS
+                for k in cutlass.range_constexpr(W):
+                    chains[k % DOT_CHAINS] = chains[k % DOT_CHAINS] + x[k] * sL[j, k]
+                acc = cutlass.Float32(0.0)
+                if lane <= j:
+                    acc = -sU[lane, j] * sVec[CHOL_SIGN, j]
+                acc = acc - self._combine(chains, lambda u, v: u + v)
+                for k in cutlass.range_constexpr(W):
+                    if k == j:
+                        x[k] = acc
+                mT[b, lane, j] = acc
+                mScratch[b, 0, self.slot_t + lane * W + j] = acc
 
         @cute.jit
         def _load_column(self, sP, rX, k, rlo, nloc, lane, first=0):
@@ -1981,7 +2340,8 @@ class Plan:
     square plan served by BlockedSquareQR: `cluster` copies of the matrix).
     `resident`: a launch has at most one CTA per SM, so its warps may keep
     their columns in registers without costing occupancy. `merges`: the
-    panel is the second of a pair and forms the pair's merged T.
+    panel is the second of a pair and forms the pair's merged T. `cholesky`:
+    the panel is factored by CholeskyQR2 first (HouseholderPanel).
     """
 
     square: bool
@@ -1991,6 +2351,7 @@ class Plan:
     threads: int
     resident: bool
     merges: bool = False
+    cholesky: bool = False
 
 
 def columns_fit_registers(rows: int, width: int, threads: int) -> bool:
@@ -2010,9 +2371,9 @@ def launches_eagerly(batch: int, n: int, plan: Plan) -> bool:
 
 def scratch_slots(width: int) -> int:
     """Floats of global cluster scratch a CTA publishes (once a panel, or for rescaled norms):
-    rescaled |x|^2, width^2 Gram entries, width^2 entries of a pair's V1^T V2 and (rank 0) the
-    panel's T, which the second panel of a pair reads."""
-    return SLOT_GRAM + 3 * width * width
+    rescaled |x|^2, width^2 Gram entries, width^2 entries of a pair's V1^T V2, (rank 0) the
+    panel's T, which the second panel of a pair reads, and a CholeskyQR2 panel's two Grams and M."""
+    return SLOT_GRAM + 6 * width * width
 
 
 def exchange_floats(width: int, cluster: int) -> int:
@@ -2021,10 +2382,14 @@ def exchange_floats(width: int, cluster: int) -> int:
     return 0 if cluster == 1 else 2 * (NORM_FLOATS + width) * cluster
 
 
-def panel_smem_bytes(rows: int, width: int, form_t: bool, cluster: int = 1) -> int:
+def panel_smem_bytes(rows: int, width: int, form_t: bool, cluster: int = 1, cholesky: bool = False,
+                     threads: int = 0) -> int:
     """Shared memory of a HouseholderPanel CTA (see its docstring for the layout); a plan without T
-    counts a BlockedSquareQR's two blocks' T (SQUARE_BLOCK^2 each) instead."""
+    counts a BlockedSquareQR's two blocks' T (SQUARE_BLOCK^2 each) instead; `cholesky` adds
+    `_cholesky_qr`'s buffers for `threads`."""
     floats = (rows | 1) * width + 2 * (width if form_t else SQUARE_BLOCK) ** 2 + width + 2 * NEXT_FLOATS
+    if cholesky:        # seven width x (width + 4) triangles, two broadcast rows, the vectors, the Gram's parts
+        floats += 7 * width * (width + 4) + 2 * width + CHOL_ROWS * width + threads // WARP * width * (width + 1) // 2
     barriers = CLUSTER_BARRIERS * 8 if cluster > 1 else 0       # mbarriers: 8 bytes each
     return FLOAT_BYTES * (floats + exchange_floats(width, cluster)) + barriers
 
@@ -2057,13 +2422,15 @@ def panel_plan(plan: Plan, n: int, c: int, merges: bool = False) -> Plan:
     """The plan of the panel at column c: CTAs that hold only the n - c rows left (per cluster CTA),
     rounded up to PANEL_ROW_STEP (PANEL_ROW_STEP_SHARED where CTAs share SMs, and then PANEL_NARROW's
     threads once few rows are left); a one-wave cluster plan's panel on one CTA a matrix once
-    PANEL_ALONE's rows are left; a square plan as it is. A pair's second panel (`merges`) holds at
+    PANEL_ALONE's rows are left; a square plan as it is. A resident plan's panel with more than
+    CHOLESKY_MIN_ROWS rows left is a `cholesky` one. A pair's second panel (`merges`) holds at
     least 2 width rows: its shared memory keeps V1^T V2 and T1 for the merge."""
     if plan.square:
         return plan
     if merges:
-        plan = replace(panel_plan(plan, n, c), merges=True)
+        plan = replace(panel_plan(plan, n, c), merges=True, cholesky=False)
         return replace(plan, rows=max(plan.rows, 2 * plan.width))
+    plan = replace(plan, cholesky=plan.resident and n - c > CHOLESKY_MIN_ROWS)
     alone_rows, alone_threads = PANEL_ALONE
     if plan.cluster > 1 and plan.resident and n - c <= alone_rows:
         return replace(plan, rows=_round_up(n - c, PANEL_ROW_STEP), cluster=1, threads=alone_threads)
@@ -2108,7 +2475,8 @@ def make_plan(batch: int, n: int, sms: int, smem: int) -> Plan | None:
            and not columns_fit_registers(plan.rows, plan.width, plan.threads)):
         cluster *= 2
         plan = blocked_plan(n, cluster, True)
-    while panel_smem_bytes(plan.rows, plan.width, True, cluster) > budget or plan.rows > PANEL_MAX_ROWS:
+    while (panel_smem_bytes(plan.rows, plan.width, True, cluster, plan.resident, plan.threads) > budget
+           or plan.rows > PANEL_MAX_ROWS):
         if cluster == MAX_CLUSTER:
             return None
         cluster *= 2
@@ -2165,7 +2533,7 @@ def _panel_kernel(plan: Plan, args: tuple, by_pointers: bool = False):
             panel = BlockedSquareQR(plan.rows, plan.width, plan.threads, SQUARE_BLOCK, plan.cluster)
         else:
             panel = HouseholderPanel(plan.rows, plan.width, plan.cluster, plan.threads, not plan.square,
-                                     plan.resident, plan.merges)
+                                     plan.resident, plan.merges, plan.cholesky)
         fn = _COMPILED[key] = cute.compile(SquareByPointers(panel) if by_pointers else panel, *args)
     return fn
 

@@ -45,7 +45,7 @@ def _run_panel(h: torch.Tensor, plan: submission.Plan, c: int):
 @pytest.mark.parametrize("rows", ["whole", "left"])
 @pytest.mark.parametrize("batch,n,cluster,c", [
     (3, 300, 1, 0), (3, 300, 1, 64), (2, 256, 2, 32), (2, 512, 4, 0), (2, 300, 16, 96), (1, 250, 16, 224),
-    (2, 520, 1, 384), (2, 600, 2, 256), (2, 300, 1, 275),
+    (2, 520, 1, 384), (2, 600, 2, 256), (2, 300, 1, 275), (2, 1100, 2, 0), (1, 1300, 4, 256), (2, 700, 1, 32),
 ])
 def test_panel_matches_geqrf_and_forms_t(batch, n, cluster, c, rows, resident):
     torch.manual_seed(n + c)
@@ -54,6 +54,8 @@ def test_panel_matches_geqrf_and_forms_t(batch, n, cluster, c, rows, resident):
     plan = submission.blocked_plan(n, cluster, resident)
     if rows == "left":          # CTAs sized for the rows below the panel only, as Factorization runs them
         plan = submission.panel_plan(plan, n, c)
+        # resident panels with many rows left go through CholeskyQR2 (the rest: the column steps)
+        assert plan.cholesky == (resident and n - c > submission.CHOLESKY_MIN_ROWS)
     tau, t = _run_panel(h, plan, c)
     w = min(WIDTH, n - c)
 
@@ -70,11 +72,12 @@ def test_panel_matches_geqrf_and_forms_t(batch, n, cluster, c, rows, resident):
 
 
 @pytest.mark.parametrize("resident", [True, False], ids=["resident", "streamed"])
-@pytest.mark.parametrize("batch,n,cluster,c", [(2, 512, 2, 0), (2, 600, 4, 64), (3, 512, 1, 0)])
+@pytest.mark.parametrize("batch,n,cluster,c", [(2, 512, 2, 0), (2, 600, 4, 64), (3, 512, 1, 0), (2, 1100, 2, 0)])
 def test_panel_with_extreme_and_nearly_repeated_columns(batch, n, cluster, c, resident):
     # columns that nearly repeat the one before (their norms after a reflection cancel), columns near
     # 1e17 and 1e-19 (norms rescaled, a cluster's through its scratch) and a zero column (tau = 0) match
-    # geqrf; one CTA streaming its columns takes them two a trip (`_column_pairs`)
+    # geqrf; one CTA streaming its columns takes them two a trip (`_column_pairs`); a resident CholeskyQR2
+    # panel (1100 rows) falls back to the column steps for them
     torch.manual_seed(n + c)
     a = torch.randn((batch, n, n), device="cuda")
     cols = range(c, c + WIDTH)

@@ -127,6 +127,20 @@ def test_a_panel_holds_only_the_rows_left():
     assert submission.panel_plan(plan, 300, 256, merges=True).rows == 2 * submission.PANEL_WIDTH
 
 
+def test_cholesky_panels_are_the_resident_plans_with_many_rows_left():
+    for shape, last_cholesky in (((2, 4096), 3552), ((8, 2048), 1504), ((60, 1024), 480)):
+        batch, n = shape
+        plan = submission.make_plan(batch, n, H200_SMS, H200_SMEM)
+        taken = [c for c in range(0, n, submission.PANEL_WIDTH) if submission.panel_plan(plan, n, c).cholesky]
+        assert taken == list(range(0, last_cholesky + 1, submission.PANEL_WIDTH))
+        assert not any(submission.panel_plan(plan, n, c, merges=True).cholesky for c in taken)
+        budget = H200_SMEM - submission.SMEM_RESERVE
+        assert all(submission.panel_smem_bytes(p.rows, p.width, True, p.cluster, True, p.threads) <= budget
+                   for p in (submission.panel_plan(plan, n, c) for c in taken))
+    shared = submission.make_plan(640, 512, H200_SMS, H200_SMEM)       # CTAs that share SMs: the column steps
+    assert not any(submission.panel_plan(shared, 512, c).cholesky for c in range(0, 512, submission.PANEL_WIDTH))
+
+
 def test_panels_of_few_rows_take_fewer_threads_only_where_ctas_share_sms():
     max_rows, narrow = submission.PANEL_NARROW
     shared = submission.make_plan(640, 512, H200_SMS, H200_SMEM)
