@@ -761,16 +761,19 @@ if cutlass is not None:
         With `cholesky` the staged panel goes first through CholeskyQR2 and
         Householder reconstruction (`_cholesky_qr`), which needs no exchange per
         column:
-            twice:   G = A^T A over the CTA's rows (`_gram`, on and above the
-                     diagonal), summed over the cluster in rank order through the
-                     scratch; R_k = chol(G) by one warp (`_cholesky_warp`; the first
-                     on power-of-two column scales from G's diagonal); A := A R_k^-1,
-                     a row a thread (`_solve_row`): Q1, then Q = Q1 R2^-1
-            rank 0:  Q's top W rows; Q_top - S = L U without pivoting, S_k = -sign
-                     of the k-th pivot (Ballard et al., "Reconstructing Householder
-                     vectors from Tall-Skinny QR"; `_rebuild_top`): L is V's top
-                     rows, tau_k = -S_k U[k, k], R = S R2 R1 on and above the diagonal,
-                     T = -U S L^-T (`_t_rows`), and M = U R2 to every CTA
+            G = A^T A over the CTA's rows (`_gram`, on and above the diagonal),
+                     summed over the cluster in rank order through the scratch;
+                     R1 = chol(G) by one warp (`_cholesky_warp`, on power-of-two
+                     column scales from G's diagonal); Q1 = A R1^-1, a row a thread
+                     (`_solve_row`); G2 = Q1^T Q1 the same way, R2 = chol(G2): the
+                     orthonormal Q = Q1 R2^-1 of CholeskyQR2, never formed
+            rank 0:  Q_top - S = L U without pivoting, S_k = -sign of the k-th pivot
+                     (Ballard et al., "Reconstructing Householder vectors from
+                     Tall-Skinny QR"), through the LU of Q1_top - S R2 = L (U R2)
+                     (`_rebuild_top`): L is V's top rows, M = U R2 goes to every
+                     CTA, tau_k = -S_k M[k, k] / R2[k, k], R = S R2 R1 on and above
+                     the diagonal; one warp forms U = M R2^-1 and T = -U S L^-T
+                     (`_t_rows`) meanwhile
             all:     V = Q1 M^-1 on every other row, written back.
         In exact arithmetic this is geqrf's V, tau and R. It is taken only if
         every column's |a|^2 lies in CHOLESKY_GRAM_RANGE, both Choleskys find
@@ -1082,24 +1085,22 @@ if cutlass is not None:
             cute.arch.sync_threads()
             ok = sVec[CHOL_FLAG, 0] != 0.0
 
-            # ----- rank 0: Q's top rows, Q_top - S = L U, R = S R2 R1, M = U R2; V = Q1 M^-1 on every other row.
-            # Rank 0's warp 0 forms T meanwhile (it arrives at M's cluster barrier before, waits after). -----
+            # ----- rank 0: Q1_top - S R2 = L M, R = S R2 R1; V = Q1 M^-1 on every other row. Rank 0's warp 0
+            # forms U = M R2^-1 and T meanwhile (it arrives at M's cluster barrier before, waits after). -----
             if ok:
                 if rank == 0:
-                    if lane < W // NW:                      # W // NW lanes of every warp: the chains side by side
-                        self._solve_row(sP, sR2, sVec, CHOL_INV2, warp * (W // NW) + lane)
-                    cute.arch.sync_threads()
                     if warp == 0:
-                        self._rebuild_top(sP, sU, sL, sRow, sVec, mTau, b, c, lane)
+                        self._rebuild_top(sP, sR2, sM, sU, sL, sRow, sVec, mTau, b, c, lane)
                     else:
                         self._product(sR2, sR1, sRf, tidx - WARP, self.threads - WARP)
                     cute.arch.sync_threads()
-                    if warp == 0:
+                    if warp == 0:               # U = M R2^-1 and T, beside M's exchange and V's rows
                         if cutlass.const_expr(G > 1):
                             cute.arch.cluster_arrive()
+                        self._solve_row(sU, sR2, sVec, CHOL_INV2, lane)
+                        cute.arch.sync_warp()
                         self._t_rows(sU, sL, sVec, mT, mScratch, b, lane)
                     else:
-                        self._product(sU, sR2, sM, tidx - WARP, self.threads - WARP)
                         for p in cutlass.range(tidx - WARP, W * W, self.threads - WARP):   # R on and above the diagonal
                             i = p % W
                             j = p // W
@@ -1257,17 +1258,22 @@ if cutlass is not None:
                 sP[r, j] = x[j]
 
         @cute.jit
-        def _rebuild_top(self, sP, sU, sL, sRow, sVec, mTau, b, c, lane):
-            """Rank 0's warp 0, lane j holding column j of Q's top W rows (local rows 0..W-1):
-            Q_top - S = L U (S_k = -sign of the k-th pivot); sU := U, sVec[CHOL_SIGN] := S; tau_j = -S_j U[j, j]
-            into mTau; L into sP's top rows below the diagonal and into sL. Step k is a loop trip, lane j's
-            q[i] holding row k + i of what the elimination leaves (as in `_cholesky_warp`); lane k's column
-            (the pivot and what becomes L's column k) goes to every lane through sRow."""
+        def _rebuild_top(self, sP, sR2, sM, sU, sL, sRow, sVec, mTau, b, c, lane):
+            """Rank 0's warp 0, lane j holding column j of Q1's top W rows (local rows 0..W-1): the LU without
+            pivoting of X = Q1_top - S R2, which is (Q_top - S) R2 = L (U R2), so L and M = U R2 come without
+            forming Q = Q1 R2^-1. S_k = -sign of the k-th pivot before the shift (its sign is that of Q_top's
+            own, R2's diagonal being positive), subtracted from row k (S R2's row k) just before that row
+            becomes a pivot row. sM and sU := M, sVec[CHOL_SIGN] := S, tau_j = -S_j M[j, j] / R2[j, j] into
+            mTau, L into sP's top rows below the diagonal and into sL. Step k is a loop trip, lane j's q[i]
+            holding row k + i of what the elimination leaves (as in `_cholesky_warp`); lane k's column (the
+            pivot and what becomes L's column k) goes to every lane through sRow."""
             W = self.width
             q = cute.make_rmem_tensor(W, cutlass.Float32)
             column = cute.make_rmem_tensor(W, cutlass.Float32)
             for i in cutlass.range_constexpr(W):
                 q[i] = sP[i, lane]
+            diagonal = cutlass.Float32(1.0)
+            own_sign = cutlass.Float32(1.0)
             for k in cutlass.range(W, unroll=1):
                 if lane == k:
                     for i in cutlass.range_constexpr(W):
@@ -1278,18 +1284,16 @@ if cutlass is not None:
                 sign = cutlass.Float32(1.0)
                 if column[0] >= 0.0:
                     sign = cutlass.Float32(-1.0)
-                u = column[0] - sign
-                inverse = cute.arch.rcp_approx(u)
-                upper = q[0]                                  # U[k, j] for lanes j > k
-                if lane == k:
-                    upper = u
+                upper = q[0] - sign * sR2[k, lane]            # M[k, j] for lanes j >= k
+                inverse = cute.arch.rcp_approx(column[0] - sign * sR2[k, k])
                 entry = cutlass.Float32(0.0)
                 if lane >= k:
                     entry = upper
+                if lane == k:
+                    diagonal = upper
+                    own_sign = sign
+                sM[k, lane] = entry
                 sU[k, lane] = entry
-                if lane == 0:
-                    sVec[CHOL_SIGN, k] = sign
-                    mTau[b, c + k] = -sign * u
                 if lane > k:                                  # lane j: L[j, k]
                     l = sRow[lane - k, k % 2] * inverse
                     sP[lane, k] = l
@@ -1297,6 +1301,8 @@ if cutlass is not None:
                 for i in cutlass.range_constexpr(1, W):
                     q[i - 1] = q[i] - (column[i] * inverse) * upper
                 q[W - 1] = cutlass.Float32(0.0)
+            sVec[CHOL_SIGN, lane] = own_sign
+            mTau[b, c + lane] = -own_sign * diagonal / sR2[lane, lane]
 
         @cute.jit
         def _product(self, sX, sY, sZ, first, stride: int):
