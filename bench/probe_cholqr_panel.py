@@ -74,14 +74,7 @@ class CholeskyPanel(submission.HouseholderPanel):
         W = self.width
         G = self.cluster
         NW = self.threads // WARP
-        tidx, _, _ = cute.arch.thread_idx()
-        lane = tidx % WARP
-        warp = tidx // WARP
-        b = cute.arch.block_idx()[0]
-        rank = cutlass.Int32(0)
-        if cutlass.const_expr(G > 1):
-            b = cute.arch.cluster_idx()[0]
-            rank = cute.arch.block_idx_in_cluster()
+        tidx, lane, warp, b, rank = self._position()
         clock0 = _clock32()
         n = mH.shape[1]
         w = cutlass.min(W, n - c)
@@ -112,22 +105,19 @@ class CholeskyPanel(submission.HouseholderPanel):
         cute.arch.sync_threads()
         self._stamp(mScratch, b, rank, tidx, clock0, 0)
 
-        # ----- CholeskyQR, twice: G = A^T A, R = chol(G) (the first on power-of-two column scales), A := A R^-1 -----
-        self._cluster_gram(sP, sG, sParts, mScratch, SLOT_G1, b, rank, r0, nloc, c, tidx, lane, warp)
-        self._stamp(mScratch, b, rank, tidx, clock0, 1)
-        if warp == 0:
-            self._cholesky_warp(sG, sR1, sRow, sVec, VEC_INV1, lane, True)
-        cute.arch.sync_threads()
-        self._stamp(mScratch, b, rank, tidx, clock0, 2)
-        self._solve_rows(sP, sR1, sVec, VEC_INV1, 0, nloc, tidx, self.threads)
-        cute.arch.sync_threads()
-        self._stamp(mScratch, b, rank, tidx, clock0, 3)
-        self._cluster_gram(sP, sG, sParts, mScratch, SLOT_G2, b, rank, r0, nloc, c, tidx, lane, warp)
-        self._stamp(mScratch, b, rank, tidx, clock0, 4)
-        if warp == 0:
-            self._cholesky_warp(sG, sR2, sRow, sVec, VEC_INV2, lane, False)
-        cute.arch.sync_threads()
-        self._stamp(mScratch, b, rank, tidx, clock0, 5)
+        # ----- CholeskyQR, twice: G = A^T A, R = chol(G) (the first on power-of-two column scales), A := A R^-1
+        # (the second sweep's A R2^-1 only on Q's top rows, below) -----
+        for sweep, slot, sR, inv_row in ((0, SLOT_G1, sR1, VEC_INV1), (1, SLOT_G2, sR2, VEC_INV2)):
+            self._cluster_gram(sP, sG, sParts, mScratch, slot, b, rank, r0, nloc, c, tidx, lane, warp)
+            self._stamp(mScratch, b, rank, tidx, clock0, 1 + 3 * sweep)
+            if warp == 0:
+                self._cholesky_warp(sG, sR, sRow, sVec, inv_row, lane, sweep == 0)
+            cute.arch.sync_threads()
+            self._stamp(mScratch, b, rank, tidx, clock0, 2 + 3 * sweep)
+            if cutlass.const_expr(sweep == 0):
+                self._solve_rows(sP, sR1, sVec, VEC_INV1, 0, nloc, tidx, self.threads)
+                cute.arch.sync_threads()
+                self._stamp(mScratch, b, rank, tidx, clock0, 3)
         ok = sVec[VEC_FLAG, 0] != 0.0
         if tidx == 0:
             if rank == 0:
