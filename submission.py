@@ -851,6 +851,20 @@ if cutlass is not None:
                     grid=(batch, 1, 1), block=(self.threads, 1, 1), stream=stream)
 
         @cute.jit
+        def _position(self):
+            """(thread, lane, warp, matrix, rank) of this thread: its CTA's matrix b and rank in the cluster of
+            `ctas` CTAs that serves it (rank 0, matrix = CTA, for one CTA a matrix)."""
+            tidx, _, _ = cute.arch.thread_idx()
+            lane = tidx % WARP
+            warp = tidx // WARP
+            b = cute.arch.block_idx()[0]
+            rank = cutlass.Int32(0)
+            if cutlass.const_expr(self.ctas > 1):
+                b = cute.arch.cluster_idx()[0]
+                rank = cute.arch.block_idx_in_cluster()
+            return tidx, lane, warp, b, rank
+
+        @cute.jit
         def _sync(self):
             """Barrier over every thread that shares the panel."""
             if cutlass.const_expr(self.cluster > 1):
@@ -865,14 +879,7 @@ if cutlass is not None:
             W = self.width
             G = self.cluster
             n = mH.shape[1]
-            tidx, _, _ = cute.arch.thread_idx()
-            lane = tidx % WARP
-            warp = tidx // WARP
-            b = cute.arch.block_idx()[0]
-            rank = cutlass.Int32(0)
-            if cutlass.const_expr(G > 1):
-                b = cute.arch.cluster_idx()[0]
-                rank = cute.arch.block_idx_in_cluster()
+            tidx, lane, warp, b, rank = self._position()
 
             # rows [r0, r0 + nloc) of the panel live in this CTA
             w = cutlass.min(W, n - c)
@@ -2042,14 +2049,7 @@ if cutlass is not None:
             NW = self.threads // WARP
             n = mH.shape[1]
             G = self.ctas              # copies
-            tidx, _, _ = cute.arch.thread_idx()
-            lane = tidx % WARP
-            warp = tidx // WARP
-            b = cute.arch.block_idx()[0]
-            rank = cutlass.Int32(0)
-            if cutlass.const_expr(G > 1):
-                b = cute.arch.cluster_idx()[0]
-                rank = cute.arch.block_idx_in_cluster()
+            tidx, lane, warp, b, rank = self._position()
 
             smem = SmemAllocator()
             sP = smem.allocate_tensor(cutlass.Float32, cute.make_layout((self.ld, self.width)), 16)
