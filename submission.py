@@ -1693,8 +1693,8 @@ if cutlass is not None:
 
             The first `gram_warps` warps (by default `_gram_warps()`) take the
             chunks. Their partial sums go to sParts, by default sP, which the
-            panel no longer needs once every warp has read it (a CTA barrier): a
-            warp's entries above the diagonal (i < j, all that T needs; i <= j
+            panel no longer needs once every warp has read it (a CTA barrier
+            first in that case): a warp's entries above the diagonal (i < j, all that T needs; i <= j
             with `diagonal`) to its own packed triangle, (i, j) at j (j - 1) / 2 + i
             (j (j + 1) / 2 + i). After a second barrier each thread adds an entry
             of every triangle in warp order (the same bits every run) into
