@@ -1694,11 +1694,12 @@ if cutlass is not None:
             The first `gram_warps` warps (by default `_gram_warps()`) take the
             chunks. Their partial sums go to sParts, by default sP, which the
             panel no longer needs once every warp has read it (a CTA barrier
-            first in that case): a warp's entries above the diagonal (i < j, all that T needs; i <= j
-            with `diagonal`) to its own packed triangle, (i, j) at j (j - 1) / 2 + i
-            (j (j + 1) / 2 + i). After a second barrier each thread adds an entry
-            of every triangle in warp order (the same bits every run) into
-            sGram, and a third barrier ends it.
+            first in that case): a warp's entries above the diagonal (i < j,
+            all that T needs; i <= j with `diagonal`) to its own packed
+            triangle, (i, j) at j (j - 1) / 2 + i (j (j + 1) / 2 + i). After a
+            second barrier each thread adds an entry of every triangle in warp
+            order (the same bits every run) into sGram, and a third barrier ends
+            it.
             """
             W = self.width
             assert W == 32, "the fragment mapping covers a 32 x 32 Gram matrix"
@@ -1737,6 +1738,8 @@ if cutlass is not None:
                         rG[4 * t + e] = acc[e]
             # ----- partial sums through sParts, added in warp order -----
             triangle = W * (W + 1) // 2 if diagonal else W * (W - 1) // 2
+            kept = (lambda i, j: i <= j) if diagonal else (lambda i, j: i < j)
+            column_start = (lambda j: j * (j + 1) // 2) if diagonal else (lambda j: j * (j - 1) // 2)   # packed (0, j)
             if cutlass.const_expr(sParts is None):
                 sParts = cute.make_tensor(sP.iterator, cute.make_layout(gram_warps * triangle))
                 cute.arch.sync_threads()                                 # every warp has read sP
@@ -1746,22 +1749,14 @@ if cutlass is not None:
                     for e in cutlass.range_constexpr(4):
                         i = 16 * mt + group + 8 * (e // 2)
                         j = 8 * nt + 2 * pair + e % 2
-                        if cutlass.const_expr(diagonal):
-                            if i <= j:
-                                sParts[warp * triangle + j * (j + 1) // 2 + i] = rG[4 * t + e]
-                        else:
-                            if i < j:
-                                sParts[warp * triangle + j * (j - 1) // 2 + i] = rG[4 * t + e]
+                        if kept(i, j):
+                            sParts[warp * triangle + column_start(j) + i] = rG[4 * t + e]
             cute.arch.sync_threads()
             for p in cutlass.range(cute.arch.thread_idx()[0], W * W, self.threads):
                 col = p // W
                 row = p - col * W
-                if cutlass.const_expr(diagonal):
-                    if row <= col:
-                        sGram[row, col] = self._sum_parts(sParts, col * (col + 1) // 2 + row, triangle, gram_warps)
-                else:
-                    if row < col:
-                        sGram[row, col] = self._sum_parts(sParts, col * (col - 1) // 2 + row, triangle, gram_warps)
+                if kept(row, col):
+                    sGram[row, col] = self._sum_parts(sParts, column_start(col) + row, triangle, gram_warps)
             cute.arch.sync_threads()
 
         @cute.jit
