@@ -133,11 +133,15 @@ PANEL_ROW_STEP_SHARED = 32
 # 640x512, five CTAs per SM, it lost 2.5%)
 PANEL_RESIDENT_REGS = 32
 # A panel of a resident plan with more rows left than this is factored by CholeskyQR2 and Householder
-# reconstruction (HouseholderPanel's `cholesky`; its single panels at 2x4096 and 8x2048 took 0.77-0.83 of the
-# column steps' time, one CTA of 1024 rows 0.86, of 512 rows 1.02: bench/probe_cholqr_panel.py) ...
+# reconstruction (HouseholderPanel's `cholesky`; its single panels at 2x4096 and 8x2048 took 0.72-0.74 of the
+# column steps' time, one CTA of 1024 rows 0.80, of 512 rows 0.98: bench/probe_cholqr_panel.py) ...
 CHOLESKY_MIN_ROWS = 512
 CHOLESKY_ORTH_LIMIT = 0.5                   # ... unless ||Q1^T Q1 - I||_inf exceeds this (the second Gram) ...
 CHOLESKY_GRAM_RANGE = (2.0 ** -100, 2.0 ** 100)     # ... or a column's |a|^2 leaves this range
+# the second factor chol(I + E), E = Q1^T Q1 - I, is taken to first order, I + (E above the diagonal) +
+# diag(E) / 2 (off by at most ||E||_inf^2 an entry), where ||E||_inf is at most this (in float32 emulation,
+# 255 of 256 panels x matrices at 2x4096, 127 of 128 at 8x2048: bench/emulate_tsqr_panel.py --first-order)
+CHOLESKY_FIRST_ORDER_LIMIT = 2.0 ** -13
 TRAIL_BLOCK_M = 64          # rows of a trailing-update tile
 TRAIL_BLOCK_N = 64          # columns of a trailing-update tile (64 beat 128 by 5% at 640x512 with the fused update)
 TRAIL_WARPS = 4             # at W = 64 too: 8 warps took 1.5-1.7x as long (fused, 64 x 64 tiles)
@@ -1178,8 +1182,10 @@ if cutlass is not None:
             below the diagonal, 1 / R[j, j] into sVec[inv_row, j]. `scaled` (the first sweep): the
             factorization is of D G D, D = diag(s), s_j = 2^-floor(e_j / 2) for G[j, j] in [2^e_j, 2^(e_j+1)),
             and R = chol(D G D) D^-1 (exact power-of-two scalings), every G[j, j] within CHOLESKY_GRAM_RANGE; else
-            (the second) every row of |G - I| sums to at most CHOLESKY_ORTH_LIMIT. A pivot that is not
-            positive (or NaN), or a broken condition, clears sVec[CHOL_FLAG, 0].
+            (the second) every row of |E| = |G - I| sums to at most CHOLESKY_ORTH_LIMIT, and where they all sum
+            to at most CHOLESKY_FIRST_ORDER_LIMIT, R = I + (E above the diagonal) + diag(E) / 2 with no
+            elimination (R^T R = G + O(||E||^2): each entry within ||E||_inf^2 of chol(G)'s). A pivot that is
+            not positive (or NaN), or a broken condition, clears sVec[CHOL_FLAG, 0].
 
             Step k is a loop trip (a short body, which stays in the instruction cache): lane j's g[i] holds
             G[k + i, j] as the elimination leaves it, shifted down a slot each step so that the pivot row
@@ -1193,6 +1199,8 @@ if cutlass is not None:
             for i in cutlass.range_constexpr(W):
                 g[i] = sG[cutlass.min(i, lane), cutlass.max(i, lane)]
             scale = cutlass.Float32(1.0)
+            steps = cutlass.Int32(W)                          # elimination steps: none where R is taken to first order
+            diagonal = cutlass.Float32(1.0)
             if cutlass.const_expr(scaled):
                 d = sG[lane, lane]
                 if cute.arch.vote_all_sync(d >= CHOLESKY_GRAM_RANGE[0]):
@@ -1216,9 +1224,18 @@ if cutlass is not None:
                     pass
                 else:
                     good = cutlass.Float32(0.0)
+                if cute.arch.vote_all_sync(row_sum <= CHOLESKY_FIRST_ORDER_LIMIT):
+                    steps = 0
+                    for i in cutlass.range_constexpr(W):
+                        entry = cutlass.Float32(0.0)
+                        if i < lane:
+                            entry = g[i]
+                        if i == lane:
+                            entry = 0.5 + 0.5 * g[i]
+                            diagonal = entry
+                        sR[i, lane] = entry
             unscale = 1.0 / scale
-            diagonal = cutlass.Float32(1.0)
-            for k in cutlass.range(W, unroll=1):
+            for k in cutlass.range(steps, unroll=1):
                 if lane >= k:
                     sRow[lane - k, k % 2] = g[0]
                 cute.arch.sync_warp()
