@@ -142,6 +142,7 @@ CHOLESKY_GRAM_RANGE = (2.0 ** -100, 2.0 ** 100)     # ... or a column's |a|^2 le
 # diag(E) / 2 (off by at most ||E||_inf^2 an entry), where ||E||_inf is at most this (in float32 emulation,
 # 255 of 256 panels x matrices at 2x4096, 127 of 128 at 8x2048: bench/emulate_tsqr_panel.py --first-order)
 CHOLESKY_FIRST_ORDER_LIMIT = 2.0 ** -13
+CHOLESKY_CTA_STEPS = True   # the Choleskys' and the LU's elimination steps by every thread of the CTA (else one warp)
 TRAIL_BLOCK_M = 64          # rows of a trailing-update tile
 TRAIL_BLOCK_N = 64          # columns of a trailing-update tile (64 beat 128 by 5% at 640x512 with the fused update)
 TRAIL_WARPS = 4             # at W = 64 too: 8 warps took 1.5-1.7x as long (fused, 64 x 64 tiles)
@@ -220,7 +221,8 @@ SLOT_SCALED, SLOT_GRAM = 0, 1
 BLOCK_READY_BARRIER = 1     # named barrier of BlockedSquareQR's warps 0..block (0 is __syncthreads)
 NORMS_READY_BARRIER = 2     # named barrier of a one-CTA panel's two warps: a column's norms published, read
 CHOLESKY_REST_BARRIER = 1   # named barrier of a CholeskyQR2 panel's warps 1.. while warp 0 forms T
-# a CholeskyQR2 panel's per-column vector rows (sVec): 1 / diag of R1, R2 and M = U R2, the signs S, the flag
+# a CholeskyQR2 panel's per-column vector rows (sVec): 1 / diag of R1, R2 and M = U R2, the signs S, and
+# the flags (entry 0: the panel may take this path; entry 1: the second factor was taken to first order)
 CHOL_INV1, CHOL_INV2, CHOL_INVM, CHOL_SIGN, CHOL_FLAG = range(5)
 CHOL_ROWS = 5
 # one CTA's sNext, by column parity: the published norms, then the reflector formed from them
@@ -1085,14 +1087,20 @@ if cutlass is not None:
 
             # ----- CholeskyQR, twice: G = A^T A, R = chol(G) (the first on power-of-two column scales), A := A R^-1 -----
             self._cluster_gram(sP, sG, sParts, mScratch, self.slot_g1, b, rank, r0, nloc, c, tidx, lane, warp)
-            if warp == 0:
-                self._cholesky_warp(sG, sR1, sRow, sVec, CHOL_INV1, lane, True)
+            if cutlass.const_expr(CHOLESKY_CTA_STEPS):
+                self._cholesky_cta(sG, sR1, sVec, CHOL_INV1, tidx, lane, warp, True)
+            else:
+                if warp == 0:
+                    self._cholesky_warp(sG, sR1, sRow, sVec, CHOL_INV1, lane, True)
             cute.arch.sync_threads()
             self._solve_rows(sP, sR1, sVec, CHOL_INV1, 0, nloc, tidx, self.threads)
             cute.arch.sync_threads()
             self._cluster_gram(sP, sG, sParts, mScratch, self.slot_g2, b, rank, r0, nloc, c, tidx, lane, warp)
-            if warp == 0:
-                self._cholesky_warp(sG, sR2, sRow, sVec, CHOL_INV2, lane, False)
+            if cutlass.const_expr(CHOLESKY_CTA_STEPS):
+                self._cholesky_cta(sG, sR2, sVec, CHOL_INV2, tidx, lane, warp, False)
+            else:
+                if warp == 0:
+                    self._cholesky_warp(sG, sR2, sRow, sVec, CHOL_INV2, lane, False)
             cute.arch.sync_threads()
             ok = sVec[CHOL_FLAG, 0] != 0.0
 
@@ -1100,10 +1108,14 @@ if cutlass is not None:
             # forms U = M R2^-1 and T meanwhile (it arrives at M's cluster barrier before, waits after). -----
             if ok:
                 if rank == 0:
-                    if warp == 0:
-                        self._rebuild_top(sP, sR2, sM, sU, sL, sRow, sVec, mTau, b, c, lane)
+                    if cutlass.const_expr(CHOLESKY_CTA_STEPS):
+                        self._product(sR2, sR1, sRf, tidx, self.threads)
+                        self._rebuild_top_cta(sP, sR2, sM, sU, sL, sVec, mTau, b, c, tidx)
                     else:
-                        self._product(sR2, sR1, sRf, tidx - WARP, self.threads - WARP)
+                        if warp == 0:
+                            self._rebuild_top(sP, sR2, sM, sU, sL, sRow, sVec, mTau, b, c, lane)
+                        else:
+                            self._product(sR2, sR1, sRf, tidx - WARP, self.threads - WARP)
                     cute.arch.sync_threads()
                     if warp == 0:               # U = M R2^-1 and T, beside M's exchange and V's rows
                         if cutlass.const_expr(G > 1):
@@ -1193,7 +1205,6 @@ if cutlass is not None:
             j - k), from which every lane loads it whole in vector loads; slots past row W hold what
             nothing reads."""
             W = self.width
-            good = sVec[CHOL_FLAG, 0]
             g = cute.make_rmem_tensor(W, cutlass.Float32)
             row = cute.make_rmem_tensor(W, cutlass.Float32)
             for i in cutlass.range_constexpr(W):
@@ -1203,37 +1214,21 @@ if cutlass is not None:
             diagonal = cutlass.Float32(1.0)
             if cutlass.const_expr(scaled):
                 d = sG[lane, lane]
-                if cute.arch.vote_all_sync(d >= CHOLESKY_GRAM_RANGE[0]):
-                    if cute.arch.vote_all_sync(d <= CHOLESKY_GRAM_RANGE[1]):
+                if d >= CHOLESKY_GRAM_RANGE[0]:
+                    if d <= CHOLESKY_GRAM_RANGE[1]:
                         pass
                     else:
-                        good = cutlass.Float32(0.0)
+                        sVec[CHOL_FLAG, 0] = cutlass.Float32(0.0)
                 else:
-                    good = cutlass.Float32(0.0)
+                    sVec[CHOL_FLAG, 0] = cutlass.Float32(0.0)
                 scale = _inverse_sqrt_power_of_two(d)
                 for i in cutlass.range_constexpr(W):
                     g[i] = g[i] * (cute.arch.shuffle_sync(scale, i) * scale)
             else:
-                row_sum = cutlass.Float32(0.0)
-                for i in cutlass.range_constexpr(W):
-                    e = g[i]
-                    if i == lane:
-                        e = e - 1.0
-                    row_sum = row_sum + cute.arch.fmax(e, -e)
-                if cute.arch.vote_all_sync(row_sum <= CHOLESKY_ORTH_LIMIT):
-                    pass
-                else:
-                    good = cutlass.Float32(0.0)
-                if cute.arch.vote_all_sync(row_sum <= CHOLESKY_FIRST_ORDER_LIMIT):
+                self._second_factor(g, sR, sVec, inv_row, lane)
+                cute.arch.sync_warp()
+                if sVec[CHOL_FLAG, 1] != 0.0:
                     steps = 0
-                    for i in cutlass.range_constexpr(W):
-                        entry = cutlass.Float32(0.0)
-                        if i < lane:
-                            entry = g[i]
-                        if i == lane:
-                            entry = 0.5 + 0.5 * g[i]
-                            diagonal = entry
-                        sR[i, lane] = entry
             unscale = 1.0 / scale
             for k in cutlass.range(steps, unroll=1):
                 if lane >= k:
@@ -1244,7 +1239,7 @@ if cutlass is not None:
                 if row[0] > 0.0:
                     pass
                 else:
-                    good = cutlass.Float32(0.0)
+                    sVec[CHOL_FLAG, 0] = cutlass.Float32(0.0)
                 inverse = cute.math.rsqrt(row[0])
                 r = g[0] * inverse                            # chol(D G D)[k, j] for lanes j >= k
                 entry = cutlass.Float32(0.0)
@@ -1256,9 +1251,154 @@ if cutlass is not None:
                 for i in cutlass.range_constexpr(1, W):
                     g[i - 1] = g[i] - (row[i] * inverse) * r
                 g[W - 1] = cutlass.Float32(0.0)
-            sVec[inv_row, lane] = scale * cute.arch.rcp_approx(diagonal)
-            if lane == 0:
-                sVec[CHOL_FLAG, 0] = good
+            if steps != 0:
+                sVec[inv_row, lane] = scale * cute.arch.rcp_approx(diagonal)
+
+        @cute.jit
+        def _cholesky_cta(self, sG, sR, sVec, inv_row, tidx, lane, warp, scaled: bool):
+            """`_cholesky_warp`'s R, 1 / R[j, j] and conditions, with the elimination's steps taken by every
+            thread of the CTA: thread t owns the entries (i, j) = (p % W, p // W) of p = t, t + threads, ...
+            and keeps them in registers. The symmetric D G D (or G) fills sR whole; step k subtracts
+            G[i, k] G[k, j] / G[k, k] from every entry with i, j > k and stores it (step k reads only row
+            and column k, which are final and which it does not write), a CTA barrier a step; at the end
+            R[i, j] = G[i, j] / sqrt(G[i, i]) / s_j on and above the diagonal. The second sweep's
+            conditions, and R where it is taken to first order, come from warp 0 first (`_second_factor`)."""
+            W = self.width
+            per_thread = W * W // self.threads
+            assert per_thread * self.threads == W * W, "the CTA's threads tile the W x W matrix"
+            x = cute.make_rmem_tensor(per_thread, cutlass.Float32)
+            scale_i = cute.make_rmem_tensor(per_thread, cutlass.Float32)
+            scale_j = cute.make_rmem_tensor(per_thread, cutlass.Float32)
+            steps = cutlass.Int32(W)
+            if cutlass.const_expr(not scaled):
+                if warp == 0:
+                    g = cute.make_rmem_tensor(W, cutlass.Float32)
+                    for i in cutlass.range_constexpr(W):
+                        g[i] = sG[cutlass.min(i, lane), cutlass.max(i, lane)]
+                    self._second_factor(g, sR, sVec, inv_row, lane)
+                cute.arch.sync_threads()
+                if sVec[CHOL_FLAG, 1] != 0.0:
+                    steps = 0
+            for e in cutlass.range_constexpr(per_thread):
+                i = (tidx + e * self.threads) % W
+                j = (tidx + e * self.threads) // W
+                scale_i[e] = cutlass.Float32(1.0)
+                scale_j[e] = cutlass.Float32(1.0)
+                if cutlass.const_expr(scaled):
+                    d = sG[i, i]
+                    scale_i[e] = _inverse_sqrt_power_of_two(d)
+                    scale_j[e] = _inverse_sqrt_power_of_two(sG[j, j])
+                    if i == j:
+                        if d >= CHOLESKY_GRAM_RANGE[0]:
+                            if d <= CHOLESKY_GRAM_RANGE[1]:
+                                pass
+                            else:
+                                sVec[CHOL_FLAG, 0] = cutlass.Float32(0.0)
+                        else:
+                            sVec[CHOL_FLAG, 0] = cutlass.Float32(0.0)
+                x[e] = sG[cutlass.min(i, j), cutlass.max(i, j)] * (scale_i[e] * scale_j[e])
+                if steps != 0:
+                    sR[i, j] = x[e]
+            cute.arch.sync_threads()
+            for k in cutlass.range(steps, unroll=1):
+                pivot = sR[k, k]
+                inverse = cute.arch.rcp_approx(pivot)
+                for e in cutlass.range_constexpr(per_thread):
+                    i = (tidx + e * self.threads) % W
+                    j = (tidx + e * self.threads) // W
+                    if i > k:
+                        if j > k:
+                            x[e] = x[e] - (sR[i, k] * inverse) * sR[k, j]
+                            sR[i, j] = x[e]
+                    if i == k:
+                        if j == k:
+                            if pivot > 0.0:
+                                sVec[inv_row, k] = scale_i[e] * cute.math.rsqrt(pivot)
+                            else:
+                                sVec[CHOL_FLAG, 0] = cutlass.Float32(0.0)
+                cute.arch.sync_threads()
+            if steps != 0:
+                for e in cutlass.range_constexpr(per_thread):
+                    i = (tidx + e * self.threads) % W
+                    j = (tidx + e * self.threads) // W
+                    entry = cutlass.Float32(0.0)
+                    if i <= j:
+                        entry = x[e] * (sVec[inv_row, i] / scale_i[e]) / scale_j[e]
+                    sR[i, j] = entry
+
+        @cute.jit
+        def _second_factor(self, g, sR, sVec, inv_row, lane):
+            """Warp 0 on the second sweep's G = Q1^T Q1 (lane j's g holding column j): clears
+            sVec[CHOL_FLAG, 0] unless every row of |E| = |G - I| sums to at most CHOLESKY_ORTH_LIMIT, and
+            where they all sum to at most CHOLESKY_FIRST_ORDER_LIMIT writes R = I + (E above the diagonal) +
+            diag(E) / 2 into sR (R^T R = G + O(||E||^2): each entry within ||E||_inf^2 of chol(G)'s) and
+            1 / R[j, j] into sVec[inv_row, j]; sVec[CHOL_FLAG, 1] := 1 there, else 0 (the elimination is left
+            to do)."""
+            W = self.width
+            row_sum = cutlass.Float32(0.0)
+            for i in cutlass.range_constexpr(W):
+                e = g[i]
+                if i == lane:
+                    e = e - 1.0
+                row_sum = row_sum + cute.arch.fmax(e, -e)
+            if cute.arch.vote_all_sync(row_sum <= CHOLESKY_ORTH_LIMIT):
+                pass
+            else:
+                sVec[CHOL_FLAG, 0] = cutlass.Float32(0.0)
+            sVec[CHOL_FLAG, 1] = cutlass.Float32(0.0)
+            if cute.arch.vote_all_sync(row_sum <= CHOLESKY_FIRST_ORDER_LIMIT):
+                sVec[CHOL_FLAG, 1] = cutlass.Float32(1.0)
+                for i in cutlass.range_constexpr(W):
+                    entry = cutlass.Float32(0.0)
+                    if i < lane:
+                        entry = g[i]
+                    if i == lane:
+                        entry = 0.5 + 0.5 * g[i]
+                        sVec[inv_row, lane] = cute.arch.rcp_approx(entry)
+                    sR[i, lane] = entry
+
+        @cute.jit
+        def _rebuild_top_cta(self, sP, sR2, sM, sU, sL, sVec, mTau, b, c, tidx):
+            """`_rebuild_top` with the LU's steps taken by every thread of rank 0, the entries of X = Q1_top
+            (sP's top W rows, updated in place) owned as in `_cholesky_cta`: step k reads only row and
+            column k and writes only entries below and right of them, a CTA barrier a step. L goes to sL
+            during the steps and below the diagonal of sP's top rows after them."""
+            W = self.width
+            per_thread = W * W // self.threads
+            x = cute.make_rmem_tensor(per_thread, cutlass.Float32)
+            for e in cutlass.range_constexpr(per_thread):
+                x[e] = sP[(tidx + e * self.threads) % W, (tidx + e * self.threads) // W]
+            for k in cutlass.range(W, unroll=1):
+                head = sP[k, k]
+                sign = cutlass.Float32(1.0)
+                if head >= 0.0:
+                    sign = cutlass.Float32(-1.0)
+                inverse = cute.arch.rcp_approx(head - sign * sR2[k, k])
+                for e in cutlass.range_constexpr(per_thread):
+                    i = (tidx + e * self.threads) % W
+                    j = (tidx + e * self.threads) // W
+                    if i > k:
+                        l = sP[i, k] * inverse
+                        if j > k:
+                            x[e] = x[e] - l * (sP[k, j] - sign * sR2[k, j])
+                            sP[i, j] = x[e]
+                        if j == k:
+                            sL[i, k] = l
+                    if i == k:
+                        upper = cutlass.Float32(0.0)
+                        if j >= k:
+                            upper = x[e] - sign * sR2[k, j]
+                        sM[k, j] = upper
+                        sU[k, j] = upper
+                        if j == k:
+                            sVec[CHOL_SIGN, k] = sign
+                            mTau[b, c + k] = -sign * upper / sR2[k, k]
+                cute.arch.sync_threads()
+            for e in cutlass.range_constexpr(per_thread):
+                i = (tidx + e * self.threads) % W
+                j = (tidx + e * self.threads) // W
+                if i > j:
+                    sP[i, j] = sL[i, j]
 
         @cute.jit
         def _solve_rows(self, sP, sR, sVec, inv_row, first_row, nloc, first, stride: int):
