@@ -1267,8 +1267,8 @@ if cutlass is not None:
             per_thread = W * W // self.threads
             assert per_thread * self.threads == W * W, "the CTA's threads tile the W x W matrix"
             x = cute.make_rmem_tensor(per_thread, cutlass.Float32)
-            scale_i = cute.make_rmem_tensor(per_thread, cutlass.Float32)
-            scale_j = cute.make_rmem_tensor(per_thread, cutlass.Float32)
+            # s_i, from G's diagonal (which stays in sG), so that no scale is held across the steps
+            scale = (lambda i: _inverse_sqrt_power_of_two(sG[i, i])) if scaled else (lambda i: cutlass.Float32(1.0))
             steps = cutlass.Int32(W)
             if cutlass.const_expr(not scaled):
                 if warp == 0:
@@ -1282,12 +1282,8 @@ if cutlass is not None:
             for e in cutlass.range_constexpr(per_thread):
                 i = (tidx + e * self.threads) % W
                 j = (tidx + e * self.threads) // W
-                scale_i[e] = cutlass.Float32(1.0)
-                scale_j[e] = cutlass.Float32(1.0)
                 if cutlass.const_expr(scaled):
                     d = sG[i, i]
-                    scale_i[e] = _inverse_sqrt_power_of_two(d)
-                    scale_j[e] = _inverse_sqrt_power_of_two(sG[j, j])
                     if i == j:
                         if d >= CHOLESKY_GRAM_RANGE[0]:
                             if d <= CHOLESKY_GRAM_RANGE[1]:
@@ -1296,7 +1292,7 @@ if cutlass is not None:
                                 sVec[CHOL_FLAG, 0] = cutlass.Float32(0.0)
                         else:
                             sVec[CHOL_FLAG, 0] = cutlass.Float32(0.0)
-                x[e] = sG[cutlass.min(i, j), cutlass.max(i, j)] * (scale_i[e] * scale_j[e])
+                x[e] = sG[cutlass.min(i, j), cutlass.max(i, j)] * (scale(i) * scale(j))
                 if steps != 0:
                     sR[i, j] = x[e]
             cute.arch.sync_threads()
@@ -1313,7 +1309,7 @@ if cutlass is not None:
                     if i == k:
                         if j == k:
                             if pivot > 0.0:
-                                sVec[inv_row, k] = scale_i[e] * cute.math.rsqrt(pivot)
+                                sVec[inv_row, k] = scale(k) * cute.math.rsqrt(pivot)
                             else:
                                 sVec[CHOL_FLAG, 0] = cutlass.Float32(0.0)
                 cute.arch.sync_threads()
@@ -1323,7 +1319,7 @@ if cutlass is not None:
                     j = (tidx + e * self.threads) // W
                     entry = cutlass.Float32(0.0)
                     if i <= j:
-                        entry = x[e] * (sVec[inv_row, i] / scale_i[e]) / scale_j[e]
+                        entry = x[e] * (sVec[inv_row, i] / scale(i)) / scale(j)
                     sR[i, j] = entry
 
         @cute.jit
