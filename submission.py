@@ -1341,9 +1341,9 @@ if cutlass is not None:
                 pass
             else:
                 sVec[CHOL_FLAG, 0] = cutlass.Float32(0.0)
-            sVec[CHOL_FLAG, 1] = cutlass.Float32(0.0)
+            first_order = cutlass.Float32(0.0)
             if cute.arch.vote_all_sync(row_sum <= CHOLESKY_FIRST_ORDER_LIMIT):
-                sVec[CHOL_FLAG, 1] = cutlass.Float32(1.0)
+                first_order = cutlass.Float32(1.0)
                 for i in cutlass.range_constexpr(W):
                     entry = cutlass.Float32(0.0)
                     if i < lane:
@@ -1352,6 +1352,7 @@ if cutlass is not None:
                         entry = 0.5 + 0.5 * g[i]
                         sVec[inv_row, lane] = cute.arch.rcp_approx(entry)
                     sR[i, lane] = entry
+            sVec[CHOL_FLAG, 1] = first_order
 
         @cute.jit
         def _rebuild_top_cta(self, sP, sR2, sM, sU, sL, sVec, mTau, b, c, tidx):
