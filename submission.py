@@ -835,6 +835,7 @@ if cutlass is not None:
             assert form_t or not merges, "a pair's merged T needs the second panel's T"
             assert not cholesky or (form_t and not merges and width == WARP and threads // WARP <= WARP), \
                 "CholeskyQR2 panels form a single panel's T, a lane a column"
+            assert not cholesky or width * width % threads == 0, "the CTA's threads own equal shares of W x W entries"
             assert not merges or self.ld >= 2 * width, "sP holds V1^T V2 and T1 for the merge"
             assert cluster == 1 or form_t, "a cluster panel ends with T's cluster barrier, after every CTA's last wait"
 
@@ -1254,18 +1255,25 @@ if cutlass is not None:
             if steps != 0:
                 sVec[inv_row, lane] = scale * cute.arch.rcp_approx(diagonal)
 
+        def _owned_entry(self, tidx, e: int):
+            """(i, j) = (p % W, p // W) of p = tidx + e threads: the e-th entry of a W x W matrix that thread
+            tidx owns in `_cholesky_cta` and `_rebuild_top_cta` (a warp's entries form part of one column)."""
+            p = tidx + e * self.threads
+            return p % self.width, p // self.width
+
         @cute.jit
         def _cholesky_cta(self, sG, sR, sVec, inv_row, tidx, lane, warp, scaled: bool):
             """`_cholesky_warp`'s R, 1 / R[j, j] and conditions, with the elimination's steps taken by every
-            thread of the CTA: thread t owns the entries (i, j) = (p % W, p // W) of p = t, t + threads, ...
-            and keeps them in registers. The symmetric D G D (or G) fills sR whole; step k subtracts
-            G[i, k] G[k, j] / G[k, k] from every entry with i, j > k and stores it (step k reads only row
-            and column k, which are final and which it does not write), a CTA barrier a step; at the end
-            R[i, j] = G[i, j] / sqrt(G[i, i]) / s_j on and above the diagonal. The second sweep's
-            conditions, and R where it is taken to first order, come from warp 0 first (`_second_factor`)."""
+            thread of the CTA: each owns entries (`_owned_entry`) and keeps them in registers. The symmetric
+            D G D (or G) fills sR whole; step k subtracts A[i, k] A[k, j] / A[k, k] from every entry of the
+            matrix A it leaves with i, j > k and stores it (step k reads only row and column k, which are
+            final and which it does not write), a CTA barrier a step. Column k is read below the diagonal
+            (a warp's contiguous entries): the two triangles agree to rounding only, so the bits differ from
+            `_cholesky_warp`'s. At the end R[i, j] = A_i[i, j] / sqrt(A_i[i, i]) / s_j on and above the
+            diagonal, A_i being A after i steps (row i is final then). The second sweep's conditions, and R
+            where it is taken to first order, come from warp 0 first (`_second_factor`)."""
             W = self.width
             per_thread = W * W // self.threads
-            assert per_thread * self.threads == W * W, "the CTA's threads tile the W x W matrix"
             x = cute.make_rmem_tensor(per_thread, cutlass.Float32)
             # s_i, from G's diagonal (which stays in sG), so that no scale is held across the steps
             scale = (lambda i: _inverse_sqrt_power_of_two(sG[i, i])) if scaled else (lambda i: cutlass.Float32(1.0))
@@ -1278,10 +1286,9 @@ if cutlass is not None:
                     self._second_factor(g, sR, sVec, inv_row, lane)
                 cute.arch.sync_threads()
                 if sVec[CHOL_FLAG, 1] != 0.0:
-                    steps = 0
+                    steps = cutlass.Int32(0)
             for e in cutlass.range_constexpr(per_thread):
-                i = (tidx + e * self.threads) % W
-                j = (tidx + e * self.threads) // W
+                i, j = self._owned_entry(tidx, e)
                 if cutlass.const_expr(scaled):
                     d = sG[i, i]
                     if i == j:
@@ -1300,8 +1307,7 @@ if cutlass is not None:
                 pivot = sR[k, k]
                 inverse = cute.arch.rcp_approx(pivot)
                 for e in cutlass.range_constexpr(per_thread):
-                    i = (tidx + e * self.threads) % W
-                    j = (tidx + e * self.threads) // W
+                    i, j = self._owned_entry(tidx, e)
                     if i > k:
                         if j > k:
                             x[e] = x[e] - (sR[i, k] * inverse) * sR[k, j]
@@ -1315,8 +1321,7 @@ if cutlass is not None:
                 cute.arch.sync_threads()
             if steps != 0:
                 for e in cutlass.range_constexpr(per_thread):
-                    i = (tidx + e * self.threads) % W
-                    j = (tidx + e * self.threads) // W
+                    i, j = self._owned_entry(tidx, e)
                     entry = cutlass.Float32(0.0)
                     if i <= j:
                         entry = x[e] * (sVec[inv_row, i] / scale(i)) / scale(j)
@@ -1359,12 +1364,14 @@ if cutlass is not None:
             """`_rebuild_top` with the LU's steps taken by every thread of rank 0, the entries of X = Q1_top
             (sP's top W rows, updated in place) owned as in `_cholesky_cta`: step k reads only row and
             column k and writes only entries below and right of them, a CTA barrier a step. L goes to sL
-            during the steps and below the diagonal of sP's top rows after them."""
+            during the steps and below the diagonal of sP's top rows after them; on and above it sP keeps
+            what the elimination left there (the caller writes R over it)."""
             W = self.width
             per_thread = W * W // self.threads
             x = cute.make_rmem_tensor(per_thread, cutlass.Float32)
             for e in cutlass.range_constexpr(per_thread):
-                x[e] = sP[(tidx + e * self.threads) % W, (tidx + e * self.threads) // W]
+                i, j = self._owned_entry(tidx, e)
+                x[e] = sP[i, j]
             for k in cutlass.range(W, unroll=1):
                 head = sP[k, k]
                 sign = cutlass.Float32(1.0)
@@ -1372,15 +1379,14 @@ if cutlass is not None:
                     sign = cutlass.Float32(-1.0)
                 inverse = cute.arch.rcp_approx(head - sign * sR2[k, k])
                 for e in cutlass.range_constexpr(per_thread):
-                    i = (tidx + e * self.threads) % W
-                    j = (tidx + e * self.threads) // W
+                    i, j = self._owned_entry(tidx, e)
                     if i > k:
-                        l = sP[i, k] * inverse
+                        multiplier = sP[i, k] * inverse           # L[i, k]
                         if j > k:
-                            x[e] = x[e] - l * (sP[k, j] - sign * sR2[k, j])
+                            x[e] = x[e] - multiplier * (sP[k, j] - sign * sR2[k, j])
                             sP[i, j] = x[e]
                         if j == k:
-                            sL[i, k] = l
+                            sL[i, k] = multiplier
                     if i == k:
                         upper = cutlass.Float32(0.0)
                         if j >= k:
@@ -1392,8 +1398,7 @@ if cutlass is not None:
                             mTau[b, c + k] = -sign * upper / sR2[k, k]
                 cute.arch.sync_threads()
             for e in cutlass.range_constexpr(per_thread):
-                i = (tidx + e * self.threads) % W
-                j = (tidx + e * self.threads) // W
+                i, j = self._owned_entry(tidx, e)
                 if i > j:
                     sP[i, j] = sL[i, j]
 
