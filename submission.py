@@ -133,8 +133,8 @@ PANEL_ROW_STEP_SHARED = 32
 # 640x512, five CTAs per SM, it lost 2.5%)
 PANEL_RESIDENT_REGS = 32
 # A panel of a resident plan with more rows left than this is factored by CholeskyQR2 and Householder
-# reconstruction (HouseholderPanel's `cholesky`; its single panels at 2x4096 and 8x2048 took 0.77-0.83 of the
-# column steps' time, one CTA of 1024 rows 0.86, of 512 rows 1.02: bench/probe_cholqr_panel.py) ...
+# reconstruction (HouseholderPanel's `cholesky`; its single panels at 2x4096 and 8x2048 took 0.72-0.74 of the
+# column steps' time, one CTA of 1024 rows 0.80, of 512 rows 0.98: bench/probe_cholqr_panel.py) ...
 CHOLESKY_MIN_ROWS = 512
 CHOLESKY_ORTH_LIMIT = 0.5                   # ... unless ||Q1^T Q1 - I||_inf exceeds this (the second Gram) ...
 CHOLESKY_GRAM_RANGE = (2.0 ** -100, 2.0 ** 100)     # ... or a column's |a|^2 leaves this range
@@ -1302,9 +1302,9 @@ if cutlass is not None:
                 sM[k, lane] = entry
                 sU[k, lane] = entry
                 if lane > k:                                  # lane j: L[j, k]
-                    l = sRow[lane - k, k % 2] * inverse
-                    sP[lane, k] = l
-                    sL[lane, k] = l
+                    multiplier = sRow[lane - k, k % 2] * inverse
+                    sP[lane, k] = multiplier
+                    sL[lane, k] = multiplier
                 for i in cutlass.range_constexpr(1, W):
                     q[i - 1] = q[i] - (column[i] * inverse) * upper
                 q[W - 1] = cutlass.Float32(0.0)
