@@ -1461,9 +1461,9 @@ if cutlass is not None:
                 sM[k, lane] = entry
                 sU[k, lane] = entry
                 if lane > k:                                  # lane j: L[j, k]
-                    l = sRow[lane - k, k % 2] * inverse
-                    sP[lane, k] = l
-                    sL[lane, k] = l
+                    multiplier = sRow[lane - k, k % 2] * inverse
+                    sP[lane, k] = multiplier
+                    sL[lane, k] = multiplier
                 for i in cutlass.range_constexpr(1, W):
                     q[i - 1] = q[i] - (column[i] * inverse) * upper
                 q[W - 1] = cutlass.Float32(0.0)
