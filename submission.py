@@ -142,7 +142,6 @@ CHOLESKY_GRAM_RANGE = (2.0 ** -100, 2.0 ** 100)     # ... or a column's |a|^2 le
 # diag(E) / 2 (off by at most ||E||_inf^2 an entry), where ||E||_inf is at most this (in float32 emulation,
 # 255 of 256 panels x matrices at 2x4096, 127 of 128 at 8x2048: bench/emulate_tsqr_panel.py --first-order)
 CHOLESKY_FIRST_ORDER_LIMIT = 2.0 ** -13
-CHOLESKY_CTA_STEPS = True   # the Choleskys' and the LU's elimination steps by every thread of the CTA (else one warp)
 TRAIL_BLOCK_M = 64          # rows of a trailing-update tile
 TRAIL_BLOCK_N = 64          # columns of a trailing-update tile (64 beat 128 by 5% at 640x512 with the fused update)
 TRAIL_WARPS = 4             # at W = 64 too: 8 warps took 1.5-1.7x as long (fused, 64 x 64 tiles)
@@ -835,7 +834,6 @@ if cutlass is not None:
             assert form_t or not merges, "a pair's merged T needs the second panel's T"
             assert not cholesky or (form_t and not merges and width == WARP and threads // WARP <= WARP), \
                 "CholeskyQR2 panels form a single panel's T, a lane a column"
-            assert not cholesky or width * width % threads == 0, "the CTA's threads own equal shares of W x W entries"
             assert not merges or self.ld >= 2 * width, "sP holds V1^T V2 and T1 for the merge"
             assert cluster == 1 or form_t, "a cluster panel ends with T's cluster barrier, after every CTA's last wait"
 
@@ -1088,20 +1086,14 @@ if cutlass is not None:
 
             # ----- CholeskyQR, twice: G = A^T A, R = chol(G) (the first on power-of-two column scales), A := A R^-1 -----
             self._cluster_gram(sP, sG, sParts, mScratch, self.slot_g1, b, rank, r0, nloc, c, tidx, lane, warp)
-            if cutlass.const_expr(CHOLESKY_CTA_STEPS):
-                self._cholesky_cta(sG, sR1, sVec, CHOL_INV1, tidx, lane, warp, True)
-            else:
-                if warp == 0:
-                    self._cholesky_warp(sG, sR1, sRow, sVec, CHOL_INV1, lane, True)
+            if warp == 0:
+                self._cholesky_warp(sG, sR1, sRow, sVec, CHOL_INV1, lane, True)
             cute.arch.sync_threads()
             self._solve_rows(sP, sR1, sVec, CHOL_INV1, 0, nloc, tidx, self.threads)
             cute.arch.sync_threads()
             self._cluster_gram(sP, sG, sParts, mScratch, self.slot_g2, b, rank, r0, nloc, c, tidx, lane, warp)
-            if cutlass.const_expr(CHOLESKY_CTA_STEPS):
-                self._cholesky_cta(sG, sR2, sVec, CHOL_INV2, tidx, lane, warp, False)
-            else:
-                if warp == 0:
-                    self._cholesky_warp(sG, sR2, sRow, sVec, CHOL_INV2, lane, False)
+            if warp == 0:
+                self._cholesky_warp(sG, sR2, sRow, sVec, CHOL_INV2, lane, False)
             cute.arch.sync_threads()
             ok = sVec[CHOL_FLAG, 0] != 0.0
 
@@ -1109,14 +1101,10 @@ if cutlass is not None:
             # forms U = M R2^-1 and T meanwhile (it arrives at M's cluster barrier before, waits after). -----
             if ok:
                 if rank == 0:
-                    if cutlass.const_expr(CHOLESKY_CTA_STEPS):
-                        self._product(sR2, sR1, sRf, tidx, self.threads)
-                        self._rebuild_top_cta(sP, sR2, sM, sU, sL, sVec, mTau, b, c, tidx)
+                    if warp == 0:
+                        self._rebuild_top(sP, sR2, sM, sU, sL, sRow, sVec, mTau, b, c, lane)
                     else:
-                        if warp == 0:
-                            self._rebuild_top(sP, sR2, sM, sU, sL, sRow, sVec, mTau, b, c, lane)
-                        else:
-                            self._product(sR2, sR1, sRf, tidx - WARP, self.threads - WARP)
+                        self._product(sR2, sR1, sRf, tidx - WARP, self.threads - WARP)
                     cute.arch.sync_threads()
                     if warp == 0:               # U = M R2^-1 and T, beside M's exchange and V's rows
                         if cutlass.const_expr(G > 1):
@@ -1255,78 +1243,6 @@ if cutlass is not None:
             if steps != 0:
                 sVec[inv_row, lane] = scale * cute.arch.rcp_approx(diagonal)
 
-        def _owned_entry(self, tidx, e: int):
-            """(i, j) = (p % W, p // W) of p = tidx + e threads: the e-th entry of a W x W matrix that thread
-            tidx owns in `_cholesky_cta` and `_rebuild_top_cta` (a warp's entries form part of one column)."""
-            p = tidx + e * self.threads
-            return p % self.width, p // self.width
-
-        @cute.jit
-        def _cholesky_cta(self, sG, sR, sVec, inv_row, tidx, lane, warp, scaled: bool):
-            """`_cholesky_warp`'s R, 1 / R[j, j] and conditions, with the elimination's steps taken by every
-            thread of the CTA: each owns entries (`_owned_entry`) and keeps them in registers. The symmetric
-            D G D (or G) fills sR whole; step k subtracts A[i, k] A[k, j] / A[k, k] from every entry of the
-            matrix A it leaves with i, j > k and stores it (step k reads only row and column k, which are
-            final and which it does not write), a CTA barrier a step. Column k is read below the diagonal
-            (a warp's contiguous entries): the two triangles agree to rounding only, so the bits differ from
-            `_cholesky_warp`'s. At the end R[i, j] = A_i[i, j] / sqrt(A_i[i, i]) / s_j on and above the
-            diagonal, A_i being A after i steps (row i is final then). The second sweep's conditions, and R
-            where it is taken to first order, come from warp 0 first (`_second_factor`)."""
-            W = self.width
-            per_thread = W * W // self.threads
-            x = cute.make_rmem_tensor(per_thread, cutlass.Float32)
-            # s_i, from G's diagonal (which stays in sG), so that no scale is held across the steps
-            scale = (lambda i: _inverse_sqrt_power_of_two(sG[i, i])) if scaled else (lambda i: cutlass.Float32(1.0))
-            steps = cutlass.Int32(W)
-            if cutlass.const_expr(not scaled):
-                if warp == 0:
-                    g = cute.make_rmem_tensor(W, cutlass.Float32)
-                    for i in cutlass.range_constexpr(W):
-                        g[i] = sG[cutlass.min(i, lane), cutlass.max(i, lane)]
-                    self._second_factor(g, sR, sVec, inv_row, lane)
-                cute.arch.sync_threads()
-                if sVec[CHOL_FLAG, 1] != 0.0:
-                    steps = cutlass.Int32(0)
-            for e in cutlass.range_constexpr(per_thread):
-                i, j = self._owned_entry(tidx, e)
-                if cutlass.const_expr(scaled):
-                    d = sG[i, i]
-                    if i == j:
-                        if d >= CHOLESKY_GRAM_RANGE[0]:
-                            if d <= CHOLESKY_GRAM_RANGE[1]:
-                                pass
-                            else:
-                                sVec[CHOL_FLAG, 0] = cutlass.Float32(0.0)
-                        else:
-                            sVec[CHOL_FLAG, 0] = cutlass.Float32(0.0)
-                x[e] = sG[cutlass.min(i, j), cutlass.max(i, j)] * (scale(i) * scale(j))
-                if steps != 0:
-                    sR[i, j] = x[e]
-            cute.arch.sync_threads()
-            for k in cutlass.range(steps, unroll=1):
-                pivot = sR[k, k]
-                inverse = cute.arch.rcp_approx(pivot)
-                for e in cutlass.range_constexpr(per_thread):
-                    i, j = self._owned_entry(tidx, e)
-                    if i > k:
-                        if j > k:
-                            x[e] = x[e] - (sR[i, k] * inverse) * sR[k, j]
-                            sR[i, j] = x[e]
-                    if i == k:
-                        if j == k:
-                            if pivot > 0.0:
-                                sVec[inv_row, k] = scale(k) * cute.math.rsqrt(pivot)
-                            else:
-                                sVec[CHOL_FLAG, 0] = cutlass.Float32(0.0)
-                cute.arch.sync_threads()
-            if steps != 0:
-                for e in cutlass.range_constexpr(per_thread):
-                    i, j = self._owned_entry(tidx, e)
-                    entry = cutlass.Float32(0.0)
-                    if i <= j:
-                        entry = x[e] * (sVec[inv_row, i] / scale(i)) / scale(j)
-                    sR[i, j] = entry
-
         @cute.jit
         def _second_factor(self, g, sR, sVec, inv_row, lane):
             """Warp 0 on the second sweep's G = Q1^T Q1 (lane j's g holding column j): clears
@@ -1358,49 +1274,6 @@ if cutlass is not None:
                         sVec[inv_row, lane] = cute.arch.rcp_approx(entry)
                     sR[i, lane] = entry
             sVec[CHOL_FLAG, 1] = first_order
-
-        @cute.jit
-        def _rebuild_top_cta(self, sP, sR2, sM, sU, sL, sVec, mTau, b, c, tidx):
-            """`_rebuild_top` with the LU's steps taken by every thread of rank 0, the entries of X = Q1_top
-            (sP's top W rows, updated in place) owned as in `_cholesky_cta`: step k reads only row and
-            column k and writes only entries below and right of them, a CTA barrier a step. L goes to sL
-            during the steps and below the diagonal of sP's top rows after them; on and above it sP keeps
-            what the elimination left there (the caller writes R over it)."""
-            W = self.width
-            per_thread = W * W // self.threads
-            x = cute.make_rmem_tensor(per_thread, cutlass.Float32)
-            for e in cutlass.range_constexpr(per_thread):
-                i, j = self._owned_entry(tidx, e)
-                x[e] = sP[i, j]
-            for k in cutlass.range(W, unroll=1):
-                head = sP[k, k]
-                sign = cutlass.Float32(1.0)
-                if head >= 0.0:
-                    sign = cutlass.Float32(-1.0)
-                inverse = cute.arch.rcp_approx(head - sign * sR2[k, k])
-                for e in cutlass.range_constexpr(per_thread):
-                    i, j = self._owned_entry(tidx, e)
-                    if i > k:
-                        multiplier = sP[i, k] * inverse           # L[i, k]
-                        if j > k:
-                            x[e] = x[e] - multiplier * (sP[k, j] - sign * sR2[k, j])
-                            sP[i, j] = x[e]
-                        if j == k:
-                            sL[i, k] = multiplier
-                    if i == k:
-                        upper = cutlass.Float32(0.0)
-                        if j >= k:
-                            upper = x[e] - sign * sR2[k, j]
-                        sM[k, j] = upper
-                        sU[k, j] = upper
-                        if j == k:
-                            sVec[CHOL_SIGN, k] = sign
-                            mTau[b, c + k] = -sign * upper / sR2[k, k]
-                cute.arch.sync_threads()
-            for e in cutlass.range_constexpr(per_thread):
-                i, j = self._owned_entry(tidx, e)
-                if i > j:
-                    sP[i, j] = sL[i, j]
 
         @cute.jit
         def _solve_rows(self, sP, sR, sVec, inv_row, first_row, nloc, first, stride: int):
