@@ -138,6 +138,10 @@ PANEL_RESIDENT_REGS = 32
 CHOLESKY_MIN_ROWS = 512
 CHOLESKY_ORTH_LIMIT = 0.5                   # ... unless ||Q1^T Q1 - I||_inf exceeds this (the second Gram) ...
 CHOLESKY_GRAM_RANGE = (2.0 ** -100, 2.0 ** 100)     # ... or a column's |a|^2 leaves this range
+# the second factor chol(I + E), E = Q1^T Q1 - I, is taken to first order, I + (E above the diagonal) +
+# diag(E) / 2 (off by at most ||E||_inf^2 an entry), where ||E||_inf is at most this (in float32 emulation,
+# 255 of 256 panels x matrices at 2x4096, 127 of 128 at 8x2048: bench/emulate_tsqr_panel.py --first-order)
+CHOLESKY_FIRST_ORDER_LIMIT = 2.0 ** -13
 TRAIL_BLOCK_M = 64          # rows of a trailing-update tile
 TRAIL_BLOCK_N = 64          # columns of a trailing-update tile (64 beat 128 by 5% at 640x512 with the fused update)
 TRAIL_WARPS = 4             # at W = 64 too: 8 warps took 1.5-1.7x as long (fused, 64 x 64 tiles)
@@ -216,7 +220,8 @@ SLOT_SCALED, SLOT_GRAM = 0, 1
 BLOCK_READY_BARRIER = 1     # named barrier of BlockedSquareQR's warps 0..block (0 is __syncthreads)
 NORMS_READY_BARRIER = 2     # named barrier of a one-CTA panel's two warps: a column's norms published, read
 CHOLESKY_REST_BARRIER = 1   # named barrier of a CholeskyQR2 panel's warps 1.. while warp 0 forms T
-# a CholeskyQR2 panel's per-column vector rows (sVec): 1 / diag of R1, R2 and M = U R2, the signs S, the flag
+# a CholeskyQR2 panel's per-column vector rows (sVec): 1 / diag of R1, R2 and M = U R2, the signs S, and
+# the flags (entry 0: the panel may take this path; entry 1: the second factor was taken to first order)
 CHOL_INV1, CHOL_INV2, CHOL_INVM, CHOL_SIGN, CHOL_FLAG = range(5)
 CHOL_ROWS = 5
 # one CTA's sNext, by column parity: the published norms, then the reflector formed from them
@@ -1178,8 +1183,10 @@ if cutlass is not None:
             below the diagonal, 1 / R[j, j] into sVec[inv_row, j]. `scaled` (the first sweep): the
             factorization is of D G D, D = diag(s), s_j = 2^-floor(e_j / 2) for G[j, j] in [2^e_j, 2^(e_j+1)),
             and R = chol(D G D) D^-1 (exact power-of-two scalings), every G[j, j] within CHOLESKY_GRAM_RANGE; else
-            (the second) every row of |G - I| sums to at most CHOLESKY_ORTH_LIMIT. A pivot that is not
-            positive (or NaN), or a broken condition, clears sVec[CHOL_FLAG, 0].
+            (the second) every row of |E| = |G - I| sums to at most CHOLESKY_ORTH_LIMIT, and where they all sum
+            to at most CHOLESKY_FIRST_ORDER_LIMIT, R = I + (E above the diagonal) + diag(E) / 2 with no
+            elimination (R^T R = G + O(||E||^2): each entry within ||E||_inf^2 of chol(G)'s). A pivot that is
+            not positive (or NaN), or a broken condition, clears sVec[CHOL_FLAG, 0].
 
             Step k is a loop trip (a short body, which stays in the instruction cache): lane j's g[i] holds
             G[k + i, j] as the elimination leaves it, shifted down a slot each step so that the pivot row
@@ -1187,38 +1194,32 @@ if cutlass is not None:
             j - k), from which every lane loads it whole in vector loads; slots past row W hold what
             nothing reads."""
             W = self.width
-            good = sVec[CHOL_FLAG, 0]
             g = cute.make_rmem_tensor(W, cutlass.Float32)
             row = cute.make_rmem_tensor(W, cutlass.Float32)
             for i in cutlass.range_constexpr(W):
                 g[i] = sG[cutlass.min(i, lane), cutlass.max(i, lane)]
             scale = cutlass.Float32(1.0)
+            steps = cutlass.Int32(W)                          # elimination steps: none where R is taken to first order
+            diagonal = cutlass.Float32(1.0)
             if cutlass.const_expr(scaled):
                 d = sG[lane, lane]
-                if cute.arch.vote_all_sync(d >= CHOLESKY_GRAM_RANGE[0]):
-                    if cute.arch.vote_all_sync(d <= CHOLESKY_GRAM_RANGE[1]):
+                if d >= CHOLESKY_GRAM_RANGE[0]:
+                    if d <= CHOLESKY_GRAM_RANGE[1]:
                         pass
                     else:
-                        good = cutlass.Float32(0.0)
+                        sVec[CHOL_FLAG, 0] = cutlass.Float32(0.0)
                 else:
-                    good = cutlass.Float32(0.0)
+                    sVec[CHOL_FLAG, 0] = cutlass.Float32(0.0)
                 scale = _inverse_sqrt_power_of_two(d)
                 for i in cutlass.range_constexpr(W):
                     g[i] = g[i] * (cute.arch.shuffle_sync(scale, i) * scale)
             else:
-                row_sum = cutlass.Float32(0.0)
-                for i in cutlass.range_constexpr(W):
-                    e = g[i]
-                    if i == lane:
-                        e = e - 1.0
-                    row_sum = row_sum + cute.arch.fmax(e, -e)
-                if cute.arch.vote_all_sync(row_sum <= CHOLESKY_ORTH_LIMIT):
-                    pass
-                else:
-                    good = cutlass.Float32(0.0)
+                self._second_factor(g, sR, sVec, inv_row, lane)
+                cute.arch.sync_warp()
+                if sVec[CHOL_FLAG, 1] != 0.0:
+                    steps = 0
             unscale = 1.0 / scale
-            diagonal = cutlass.Float32(1.0)
-            for k in cutlass.range(W, unroll=1):
+            for k in cutlass.range(steps, unroll=1):
                 if lane >= k:
                     sRow[lane - k, k % 2] = g[0]
                 cute.arch.sync_warp()
@@ -1227,7 +1228,7 @@ if cutlass is not None:
                 if row[0] > 0.0:
                     pass
                 else:
-                    good = cutlass.Float32(0.0)
+                    sVec[CHOL_FLAG, 0] = cutlass.Float32(0.0)
                 inverse = cute.math.rsqrt(row[0])
                 r = g[0] * inverse                            # chol(D G D)[k, j] for lanes j >= k
                 entry = cutlass.Float32(0.0)
@@ -1239,9 +1240,40 @@ if cutlass is not None:
                 for i in cutlass.range_constexpr(1, W):
                     g[i - 1] = g[i] - (row[i] * inverse) * r
                 g[W - 1] = cutlass.Float32(0.0)
-            sVec[inv_row, lane] = scale * cute.arch.rcp_approx(diagonal)
-            if lane == 0:
-                sVec[CHOL_FLAG, 0] = good
+            if steps != 0:
+                sVec[inv_row, lane] = scale * cute.arch.rcp_approx(diagonal)
+
+        @cute.jit
+        def _second_factor(self, g, sR, sVec, inv_row, lane):
+            """Warp 0 on the second sweep's G = Q1^T Q1 (lane j's g holding column j): clears
+            sVec[CHOL_FLAG, 0] unless every row of |E| = |G - I| sums to at most CHOLESKY_ORTH_LIMIT, and
+            where they all sum to at most CHOLESKY_FIRST_ORDER_LIMIT writes R = I + (E above the diagonal) +
+            diag(E) / 2 into sR (R^T R = G + O(||E||^2): each entry within ||E||_inf^2 of chol(G)'s) and
+            1 / R[j, j] into sVec[inv_row, j]; sVec[CHOL_FLAG, 1] := 1 there, else 0 (the elimination is left
+            to do)."""
+            W = self.width
+            row_sum = cutlass.Float32(0.0)
+            for i in cutlass.range_constexpr(W):
+                e = g[i]
+                if i == lane:
+                    e = e - 1.0
+                row_sum = row_sum + cute.arch.fmax(e, -e)
+            if cute.arch.vote_all_sync(row_sum <= CHOLESKY_ORTH_LIMIT):
+                pass
+            else:
+                sVec[CHOL_FLAG, 0] = cutlass.Float32(0.0)
+            first_order = cutlass.Float32(0.0)
+            if cute.arch.vote_all_sync(row_sum <= CHOLESKY_FIRST_ORDER_LIMIT):
+                first_order = cutlass.Float32(1.0)
+                for i in cutlass.range_constexpr(W):
+                    entry = cutlass.Float32(0.0)
+                    if i < lane:
+                        entry = g[i]
+                    if i == lane:
+                        entry = 0.5 + 0.5 * g[i]
+                        sVec[inv_row, lane] = cute.arch.rcp_approx(entry)
+                    sR[i, lane] = entry
+            sVec[CHOL_FLAG, 1] = first_order
 
         @cute.jit
         def _solve_rows(self, sP, sR, sVec, inv_row, first_row, nloc, first, stride: int):

@@ -100,6 +100,32 @@ def test_panel_with_extreme_and_nearly_repeated_columns(batch, n, cluster, c, re
     assert torch.allclose(t.double(), _larft(_unit_lower(ref_h), ref_tau), rtol=PANEL_RTOL, atol=PANEL_RTOL)
 
 
+@pytest.mark.parametrize("batch,n,cluster,c", [(2, 1100, 2, 0), (1, 1300, 4, 256)])
+def test_cholesky_panel_of_condition_300_takes_the_full_second_factor(batch, n, cluster, c):
+    # a panel of condition 300 (singular values graded from 1 to 1/300 across its columns, so no power-of-two
+    # column scale helps): float32 CholeskyQR leaves ||Q1^T Q1 - I||_inf between CHOLESKY_FIRST_ORDER_LIMIT
+    # and CHOLESKY_ORTH_LIMIT, so the second Cholesky runs its elimination, and the panel still matches geqrf
+    torch.manual_seed(n + c)
+    a = torch.randn((batch, n, n), device="cuda")
+    left, _ = torch.linalg.qr(torch.randn((batch, n - c, WIDTH), dtype=torch.float64))
+    right, _ = torch.linalg.qr(torch.randn((batch, WIDTH, WIDTH), dtype=torch.float64))
+    panel = (left * torch.logspace(0, -torch.log10(torch.tensor(300.0)).item(), WIDTH, dtype=torch.float64)) @ right
+    a[:, c:, c:c + WIDTH] = panel.float().cuda()
+    q1 = a[:, c:, c:c + WIDTH].cpu()
+    q1 = torch.linalg.solve_triangular(torch.linalg.cholesky(q1.mT @ q1, upper=True), q1, upper=True, left=False)
+    size = (q1.mT @ q1 - torch.eye(WIDTH)).abs().sum(dim=2).amax()
+    assert submission.CHOLESKY_FIRST_ORDER_LIMIT < size < submission.CHOLESKY_ORTH_LIMIT
+    h = a.clone()
+    plan = submission.panel_plan(submission.blocked_plan(n, cluster, True), n, c)
+    assert plan.cholesky
+    tau, t = _run_panel(h, plan, c)
+
+    ref_h, ref_tau = torch.geqrf(a[:, c:, c:c + WIDTH].double())
+    assert torch.allclose(h[:, c:, c:c + WIDTH].double(), ref_h, rtol=PANEL_RTOL, atol=PANEL_RTOL * ref_h.abs().max())
+    assert torch.allclose(tau[:, c:c + WIDTH].double(), ref_tau, rtol=PANEL_RTOL, atol=PANEL_RTOL)
+    assert torch.allclose(t.double(), _larft(_unit_lower(ref_h), ref_tau), rtol=PANEL_RTOL, atol=PANEL_RTOL)
+
+
 @pytest.mark.parametrize("width", [WIDTH, 2 * WIDTH], ids=["panel", "pair"])
 @pytest.mark.parametrize("next_panel_only", [False, True], ids=["rest", "next-panel"])
 @pytest.mark.parametrize("batch,n,c,splits,fused", [

@@ -7,9 +7,11 @@ collect_tests() {       # every test id of tests/test_submission.py and tests/te
       2>/dev/null | grep "::" > scratchpad/shards/all.txt
 }
 
-run_shards() {          # run_shards LIMIT_S NAME: the ids in scratchpad/shards/selected.txt, 8 shards of LIMIT_S
+run_shards() {          # run_shards LIMIT_S NAME: the ids in scratchpad/shards/selected.txt, 8 shards of LIMIT_S,
+  # each a contiguous eighth of the list (neighbouring ids share shapes, so a shard compiles fewer plans)
   rm -f scratchpad/shards/shard-*.txt scratchpad/shards/out-*.log
-  awk '{print > ("scratchpad/shards/shard-" (NR % 8) ".txt")}' scratchpad/shards/selected.txt
+  awk -v total="$(wc -l < scratchpad/shards/selected.txt)" \
+      '{print > ("scratchpad/shards/shard-" int((NR - 1) * 8 / total) ".txt")}' scratchpad/shards/selected.txt
   for i in 0 1 2 3 4 5 6 7; do
     [ -s "scratchpad/shards/shard-$i.txt" ] || continue
     timeout "$1" python -m pytest -q -p no:cacheprovider $(cat "scratchpad/shards/shard-$i.txt") \
