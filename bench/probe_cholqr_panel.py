@@ -8,8 +8,9 @@ factored from the same input by the plan's kernel without `cholesky` (the column
 (`HouseholderPanel._cholesky_qr`), once as the submission is and once per `--variant` (its module
 constants overridden while it compiles, `NAME=VALUE` joined by `:`), and the probe prints each one's
 time (one launch queued behind a GPU sleep, median of 15: `probe_panel.launch_us`) and the largest
-differences of R (over the panel's largest entry), V, tau and T from the column steps'. In exact arithmetic both give geqrf's reflectors, so the differences are rounding,
-amplified by the panel's condition number. The clock-stamped version of the first kernel, with the
+differences of R (over the panel's largest entry), V, tau and T from the column steps'. In exact
+arithmetic both give geqrf's reflectors, so the differences are rounding, amplified by the panel's
+condition number. The clock-stamped version of the first kernel, with the
 phases' cycles, is this file at commit dee55db.
 """
 import argparse

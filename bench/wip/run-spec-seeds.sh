@@ -1,5 +1,5 @@
 #!/bin/bash
-# GPU call 2 of the thirty-eighth session (carry .whl .device): the CholeskyQR2 panel's kernel tests (the
+# A GPU call on a landed commit (carry .whl .device): the CholeskyQR2 panel's kernel tests (the
 # condition-300 panel included) beside, in 8 parallel shards, the spec cases at n 2048 and 4096 under five
 # service seeds (issue 5's accuracy line) and the blocked path's tests whose shapes have CholeskyQR2 panels.
 # Logs under $OUT; ~7 minutes cold.
