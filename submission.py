@@ -1056,7 +1056,6 @@ if cutlass is not None:
             if cutlass.const_expr(self.form_t):
                 self._form_t(mA, sP, sTau, sGram, sT, mT, mScratch, b, rank, r0, nloc, c, w, tidx, lane, warp)
 
-
         @cute.jit
         def _cholesky_qr(self, smem, mH, mTau, mT, mScratch, c, sP, b, rank, r0, nloc, w, tidx, lane, warp):
             """The panel staged in sP by CholeskyQR2 and Householder reconstruction (see `cholesky` in the class
