@@ -643,6 +643,16 @@ if cutlass is not None:
             "r," + "f," * count + "r,r", has_side_effects=True, asm_dialect=0, loc=loc, ip=ip)
 
     @dsl_user_op
+    def _load_from_peer(src, peer, *, loc=None, ip=None):
+        """The float at the offset of `src` in the shared memory of cluster CTA `peer` (ld.shared::cluster;
+        ordered after the cluster barrier that made it visible, as a side effect)."""
+        return cutlass.Float32(llvm.inline_asm(
+            cutlass.Float32.mlir_type,
+            [src.toint(loc=loc, ip=ip).ir_value(), cutlass.Int32(peer).ir_value(loc=loc, ip=ip)],
+            "{ .reg .b32 a; mapa.shared::cluster.u32 a, $1, $2; ld.shared::cluster.f32 $0, [a]; }",
+            "=f,r,r", has_side_effects=True, asm_dialect=0, loc=loc, ip=ip))
+
+    @dsl_user_op
     def _copy_async_float(dst, src, *, loc=None, ip=None):
         """Start copying the float at global address `src` to shared address `dst` (cp.async, 4 bytes: no
         register in between); it has landed, for this thread, after `_copy_async_wait`."""
@@ -767,7 +777,8 @@ if cutlass is not None:
         Householder reconstruction (`_cholesky_qr`), which needs no exchange per
         column:
             G = A^T A over the CTA's rows (`_gram`, on and above the diagonal),
-                     summed over the cluster in rank order through the scratch;
+                     summed over the cluster in rank order from every CTA's
+                     shared memory (`_cluster_gram`);
                      R1 = chol(G) by one warp (`_cholesky_warp`, on power-of-two
                      column scales from G's diagonal); Q1 = A R1^-1, a row a thread
                      (`_solve_row`); G2 = Q1^T Q1 the same way, R2 = chol(G2): the
@@ -828,9 +839,7 @@ if cutlass is not None:
             self.slot_cross = SLOT_GRAM + width * width     # cluster scratch: a CTA's part of V1^T V2 ...
             self.slot_t = SLOT_GRAM + 2 * width * width     # ... and T, for the second panel of a pair
             self.cholesky = cholesky
-            self.slot_g1 = SLOT_GRAM + 3 * width * width      # cluster scratch of `_cholesky_qr`: the two Grams' parts ...
-            self.slot_g2 = SLOT_GRAM + 4 * width * width
-            self.slot_m = SLOT_GRAM + 5 * width * width       # ... and rank 0's M = U R2
+            self.slot_m = SLOT_GRAM + 3 * width * width       # cluster scratch of `_cholesky_qr`: rank 0's M = U R2
             assert form_t or not merges, "a pair's merged T needs the second panel's T"
             assert not cholesky or (form_t and not merges and width == WARP and threads // WARP <= WARP), \
                 "CholeskyQR2 panels form a single panel's T, a lane a column"
@@ -1084,15 +1093,21 @@ if cutlass is not None:
             cute.arch.sync_threads()
 
             # ----- CholeskyQR, twice: G = A^T A, R = chol(G) (the first on power-of-two column scales), A := A R^-1 -----
-            self._cluster_gram(sP, sG, sParts, mScratch, self.slot_g1, b, rank, r0, nloc, c, tidx, lane, warp)
+            # a cluster CTA's own Gram stays where its peers read it until a cluster barrier after their reads:
+            # the first's in sRf (until the second Gram's), the second's in sG (until M's, or the column steps'
+            # first); the second's sum goes to sRf
+            sG2, sOwn1, sOwn2 = sG, sG, sG
+            if cutlass.const_expr(G > 1):
+                sG2, sOwn1, sOwn2 = sRf, sRf, sG
+            self._cluster_gram(sP, sG, sOwn1, sParts, r0, nloc, c, tidx, lane, warp)
             if warp == 0:
                 self._cholesky_warp(sG, sR1, sRow, sVec, CHOL_INV1, lane, True)
             cute.arch.sync_threads()
             self._solve_rows(sP, sR1, sVec, CHOL_INV1, 0, nloc, tidx, self.threads)
             cute.arch.sync_threads()
-            self._cluster_gram(sP, sG, sParts, mScratch, self.slot_g2, b, rank, r0, nloc, c, tidx, lane, warp)
+            self._cluster_gram(sP, sG2, sOwn2, sParts, r0, nloc, c, tidx, lane, warp)
             if warp == 0:
-                self._cholesky_warp(sG, sR2, sRow, sVec, CHOL_INV2, lane, False)
+                self._cholesky_warp(sG2, sR2, sRow, sVec, CHOL_INV2, lane, False)
             cute.arch.sync_threads()
             ok = sVec[CHOL_FLAG, 0] != 0.0
 
@@ -1152,29 +1167,29 @@ if cutlass is not None:
             return x
 
         @cute.jit
-        def _cluster_gram(self, sP, sG, sParts, mScratch, slot, b, rank, r0, nloc, c, tidx, lane, warp):
-            """sG := A^T A on and above the diagonal, summed over the cluster's CTAs in rank order (the same bits
-            in every CTA) through the scratch slots from `slot`."""
+        def _cluster_gram(self, sP, sG, sOwn, sParts, r0, nloc, c, tidx, lane, warp):
+            """sG := A^T A on and above the diagonal. A cluster sums it in rank order (the same bits in every
+            CTA) from each CTA's own Gram in sOwn, loaded from its shared memory (`_load_from_peer`) after a
+            cluster barrier; the caller keeps every CTA's sOwn unwritten until a later cluster barrier."""
             W = self.width
             G = self.cluster
-            self._gram(sP, sG, r0, nloc, c, lane, warp, entry=self._raw_entry, sParts=sParts,
-                       gram_warps=self.threads // WARP, diagonal=True)
             if cutlass.const_expr(G > 1):
-                for p in cutlass.range(tidx, W * W, self.threads):
-                    i = p % W
-                    j = p // W
-                    if i <= j:
-                        mScratch[b, rank, slot + p] = sG[i, j]
+                self._gram(sP, sOwn, r0, nloc, c, lane, warp, entry=self._raw_entry, sParts=sParts,
+                           gram_warps=self.threads // WARP, diagonal=True)
                 self._sync()
                 for p in cutlass.range(tidx, W * W, self.threads):
                     i = p % W
                     j = p // W
                     if i <= j:
-                        total = mScratch[b, 0, slot + p]
+                        own = sOwn.iterator + cute.crd2idx((i, j), sOwn.layout)
+                        total = _load_from_peer(own, 0)
                         for g in cutlass.range_constexpr(1, G):
-                            total = total + mScratch[b, g, slot + p]
+                            total = total + _load_from_peer(own, g)
                         sG[i, j] = total
                 cute.arch.sync_threads()
+            else:
+                self._gram(sP, sG, r0, nloc, c, lane, warp, entry=self._raw_entry, sParts=sParts,
+                           gram_warps=self.threads // WARP, diagonal=True)
 
         @cute.jit
         def _cholesky_warp(self, sG, sR, sRow, sVec, inv_row, lane, scaled: bool):
@@ -2404,8 +2419,8 @@ def launches_eagerly(batch: int, n: int, plan: Plan) -> bool:
 def scratch_slots(width: int) -> int:
     """Floats of global cluster scratch a CTA publishes (once a panel, or for rescaled norms):
     rescaled |x|^2, width^2 Gram entries, width^2 entries of a pair's V1^T V2, (rank 0) the
-    panel's T, which the second panel of a pair reads, and a CholeskyQR2 panel's two Grams and M."""
-    return SLOT_GRAM + 6 * width * width
+    panel's T, which the second panel of a pair reads, and a CholeskyQR2 panel's M."""
+    return SLOT_GRAM + 4 * width * width
 
 
 def exchange_floats(width: int, cluster: int) -> int:
