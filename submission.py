@@ -1168,14 +1168,15 @@ if cutlass is not None:
 
         @cute.jit
         def _cluster_gram(self, sP, sG, sOwn, sParts, r0, nloc, c, tidx, lane, warp):
-            """sG := A^T A on and above the diagonal. A cluster sums it in rank order (the same bits in every
-            CTA) from each CTA's own Gram in sOwn, loaded from its shared memory (`_load_from_peer`) after a
-            cluster barrier; the caller keeps every CTA's sOwn unwritten until a later cluster barrier."""
+            """sG := A^T A on and above the diagonal, formed in sOwn (sG itself in a CTA of its own). A cluster
+            sums it in rank order (the same bits in every CTA) from each CTA's own Gram in sOwn, loaded from
+            its shared memory (`_load_from_peer`) after a cluster barrier; the caller keeps every CTA's sOwn
+            unwritten until a later cluster barrier."""
             W = self.width
             G = self.cluster
+            self._gram(sP, sOwn, r0, nloc, c, lane, warp, entry=self._raw_entry, sParts=sParts,
+                       gram_warps=self.threads // WARP, diagonal=True)
             if cutlass.const_expr(G > 1):
-                self._gram(sP, sOwn, r0, nloc, c, lane, warp, entry=self._raw_entry, sParts=sParts,
-                           gram_warps=self.threads // WARP, diagonal=True)
                 self._sync()
                 for p in cutlass.range(tidx, W * W, self.threads):
                     i = p % W
@@ -1187,9 +1188,6 @@ if cutlass is not None:
                             total = total + _load_from_peer(own, g)
                         sG[i, j] = total
                 cute.arch.sync_threads()
-            else:
-                self._gram(sP, sG, r0, nloc, c, lane, warp, entry=self._raw_entry, sParts=sParts,
-                           gram_warps=self.threads // WARP, diagonal=True)
 
         @cute.jit
         def _cholesky_warp(self, sG, sR, sRow, sVec, inv_row, lane, scaled: bool):

@@ -117,10 +117,11 @@ def cholqr2(a: torch.Tensor, orth_limit: float, first_order_limit: float = 0.0
         gram = q.transpose(1, 2) @ q
         factor_r, info = torch.linalg.cholesky_ex(gram, upper=True)
         if sweep == 1:
-            size = (gram - eye).abs().sum(dim=2).amax(dim=1)                  # ||E||_inf >= ||E||_2
+            e = gram - eye
+            size = e.abs().sum(dim=2).amax(dim=1)                             # ||E||_inf >= ||E||_2
             ok &= size <= orth_limit
             first = size <= first_order_limit
-            linear = eye + torch.triu(gram - eye, diagonal=1) + torch.diag_embed(torch.diagonal(gram - eye, dim1=1, dim2=2) / 2)
+            linear = eye + torch.triu(e, diagonal=1) + torch.diag_embed(torch.diagonal(e, dim1=1, dim2=2) / 2)
             factor_r = torch.where(first.view(-1, 1, 1), linear, factor_r)
             info = torch.where(first, 0, info)
         ok &= info == 0
