@@ -160,6 +160,7 @@ def test_block_reflector_matches_float64(batch, n, c, splits, fused, next_panel_
 @pytest.mark.parametrize("resident", [True, False], ids=["resident", "streamed"])
 @pytest.mark.parametrize("batch,n,cluster,c", [
     (2, 200, 1, 0), (1, 130, 1, 64), (3, 512, 1, 32), (2, 512, 2, 0), (2, 600, 2, 256), (2, 1100, 4, 512),
+    (2, 1024, 1, 0), (1, 1024, 1, 448),         # resident: both panels CholeskyQR2
 ])
 def test_second_panel_of_a_pair_merges_their_t(batch, n, cluster, c, resident):
     # the pair's second panel (`merges`), after the first panel and its update of the second's columns,
