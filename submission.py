@@ -1160,7 +1160,7 @@ if cutlass is not None:
                 cute.arch.sync_threads()
                 self._write_back(mH, sP, b, r0, nloc, c, w, lane, warp)
                 if cutlass.const_expr(self.merges):     # one CTA: sG holds T, sR1, sR2 and sM are free
-                    for p in cutlass.range(tidx, W * W, self.threads):
+                    for p in cutlass.range(tidx, W * W, self.threads):     # T1, read after `_cross_gram`'s barriers
                         sM[p // W, p % W] = mScratch[b, 0, self.slot_t + p]
                     self._cross_gram(mA, sP, sR1, b, r0, nloc, c, lane, warp)
                     sCross = cute.make_tensor(sR1.iterator, cute.make_layout((W, W), stride=(W + 4, 1)))
