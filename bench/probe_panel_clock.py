@@ -1,11 +1,12 @@
 """Where a panel's column step spends its cycles: HouseholderPanel with SM clock stamps (GPU).
 
-    python bench/probe_panel_clock.py [--shapes 640x512,2x4096] [--columns 0] [--batch 132]
+    python bench/probe_panel_clock.py [--shapes 640x512,2x4096] [--columns 0] [--batch 132] [--merges]
 
 The panel of `submission.py` is loaded from a copy of its text with stamps
 inserted at fixed places (each edit must apply exactly once): thread 0 of
-every CTA stores the SM's cycle counter, relative to the CTA's start, into
-float slots past the cluster scratch it already gets. Thread 0 is lane 0 of
+every CTA stores the SM's 32-bit cycle counter, as two floats of 16 bits
+each (exact), into slots past the cluster scratch it already gets, and the
+host takes each stamp relative to the CTA's first. Thread 0 is lane 0 of
 warp 0, the warp that updates column j + 1 first where columns are not
 resident (where they are, warp (j + 1) % warps owns it, and thread 0's
 "reflect" phase is its own columns only). Per column step j the phases are:
@@ -22,7 +23,9 @@ A panel that takes its columns two a trip (`_column_pairs`: one CTA, streamed
 columns) has no column stamps; its panel stamps still come.
 
 The panel runs once on random data at the plan's rows, threads and cluster
-(`panel_plan`), over the shape's batch (or --batch matrices); the printed
+(`panel_plan`; with --merges a pair's second panel, whose "T formed" includes
+the merge with the random columns before it as V1), always by the column steps
+(never CholeskyQR2), over the shape's batch (or --batch matrices); the printed
 figures are medians over CTAs, in cycles, per phase for a few columns and
 summed over the panel, with the launch's time by CUDA events for scale.
 """
@@ -53,12 +56,13 @@ CLOCK = '''
     @dsl_user_op
     def _wait_acquire_cluster('''
 
+# stamp slots: the CTA's start, then PANEL_STAMPS, then STEP_STAMPS a column step
+STEP = "                    self._stamp(mScratch, b, rank, tidx, 1 + len(PANEL_STAMPS) + STEP_STAMPS * j + {})\n"
+PANEL = "            self._stamp(mScratch, b, rank, tidx, 1 + {})\n"
 # (anchor, text inserted before it, text inserted after it); every anchor occurs once in HouseholderPanel's text
-STEP = "                    self._stamp(mScratch, b, rank, tidx, clock0, len(PANEL_STAMPS) + STEP_STAMPS * j + {})\n"
-PANEL = "            self._stamp(mScratch, b, rank, tidx, clock0, {})\n"
 EDITS = (
-    ("            b = cute.arch.block_idx()[0]\n            rank = cutlass.Int32(0)\n",
-     "", "            clock0 = _clock32()\n"),
+    ("            tidx, lane, warp, b, rank = self._position()\n\n", "",
+     "            self._stamp(mScratch, b, rank, tidx, 0)\n"),
     ("            self._sync()                # a cluster's mbarriers are initialized before any CTA stores into another\n",
      "", PANEL.format(0)),
     ("            if cutlass.const_expr(self.paired):\n                self._column_pairs(", PANEL.format(1), ""),
@@ -66,19 +70,23 @@ EDITS = (
     ("                    # ----- reflector of column j from the published |x|^2, |x|_inf and alpha -----\n",
      "", STEP.format(1)),
     ("                    # ----- A[d:, k] -= tau (v^T A[d:, k]) v for panel columns k > j -----\n", STEP.format(2), ""),
-    ("                        _wait_acquire_cluster(sBars.iterator + 2 + j % 2, (j // 2) % 2)\n", "", STEP.format(3)),
+    ("                        _wait_acquire_cluster(sBars.iterator + BAR_DOTS + j % 2, (j // 2) % 2)\n", "",
+     STEP.format(3)),
     ("                    cute.arch.sync_threads()        # a cluster's CTAs meet at the next column's mbarrier wait\n",
      STEP.format(4), ""),
-    ("            self._write_back(mH, sP, b, r0, nloc, c, w, lane, warp)\n", PANEL.format(2), PANEL.format(3)),
+    ("\n            self._write_back(mH, sP, b, r0, nloc, c, w, lane, warp)\n", PANEL.format(2), PANEL.format(3)),
     ("                self._form_t(mA, sP, sTau, sGram, sT, mT, mScratch, b, rank, r0, nloc, c, w, tidx, lane, warp)\n",
      "", PANEL.format(4)),
 )
 STAMP_METHOD = '''
         @cute.jit
-        def _stamp(self, mScratch, b, rank, tidx, clock0, slot):
-            """Thread 0: cycles since clock0 into the stamp slot `slot` past the cluster scratch."""
+        def _stamp(self, mScratch, b, rank, tidx, slot):
+            """Thread 0: the cycle counter into stamp `slot` past the cluster scratch, its high and low 16 bits
+            as two floats."""
             if tidx == 0:
-                mScratch[b, rank, STAMP_BASE + slot] = cutlass.Float32(_clock32() - clock0)
+                clock = _clock32()
+                mScratch[b, rank, STAMP_BASE + 2 * slot] = cutlass.Float32((clock >> 16) & 0xFFFF)
+                mScratch[b, rank, STAMP_BASE + 2 * slot + 1] = cutlass.Float32(clock & 0xFFFF)
 
         @cute.jit
         def _load_column('''
@@ -116,14 +124,15 @@ def run_panel(qr, batch: int, n: int, c: int, plan):
     """One launch of `plan`'s panel at column c over `batch` random matrices: (stamps as a batch x cluster x
     slots tensor of cycles, the launch's microseconds)."""
     width = qr.PANEL_WIDTH
-    slots = qr.STAMP_BASE + len(PANEL_STAMPS) + STEP_STAMPS * width
+    slots = qr.STAMP_BASE + 2 * (1 + len(PANEL_STAMPS) + STEP_STAMPS * width)
     a = torch.randn(batch, n, n, device="cuda")
     tau = torch.zeros(batch, n, device="cuda")
-    t = torch.zeros(batch, width, width, device="cuda")
+    t_width = 2 * width if plan.merges else width
+    t = torch.zeros(batch, t_width, t_width, device="cuda")
     scratch = torch.zeros(batch, plan.cluster, slots, device="cuda")
     args = tuple(qr._cute_tensor(x) for x in (a, a, tau, t, scratch))
     stream = qr.cuda.CUstream(torch.cuda.current_stream().cuda_stream)
-    panel = qr.HouseholderPanel(plan.rows, width, plan.cluster, plan.threads, True, plan.resident)
+    panel = qr.HouseholderPanel(plan.rows, width, plan.cluster, plan.threads, True, plan.resident, plan.merges)
     args = (*args, qr.cutlass.Int32(c), stream)
     fn = qr.cute.compile(panel, *args)
     pristine = a.clone()
@@ -136,7 +145,10 @@ def run_panel(qr, batch: int, n: int, c: int, plan):
     fn(*args)
     stop.record()
     torch.cuda.synchronize()
-    return scratch[..., qr.STAMP_BASE:].cpu(), start.elapsed_time(stop) * 1e3
+    halves = scratch[..., qr.STAMP_BASE:].cpu().to(torch.int64)
+    clocks = halves[..., 0::2] * 65536 + halves[..., 1::2]
+    since = (clocks[..., 1:] - clocks[..., :1]) % (1 << 32)
+    return torch.where(clocks[..., 1:] == 0, 0, since), start.elapsed_time(stop) * 1e3      # 0: never stamped
 
 
 def report(stamps: torch.Tensor, width: int, us: float) -> None:
@@ -169,6 +181,7 @@ def main() -> int:
     parser.add_argument("--shapes", default="640x512,60x1024,2x4096")
     parser.add_argument("--columns", default="0")
     parser.add_argument("--batch", type=int, help="matrices a launch, instead of the shape's")
+    parser.add_argument("--merges", action="store_true", help="the panels at --columns are pairs' second panels")
     args = parser.parse_args()
     qr = stamped_module()
     sms, smem = qr._device_limits(torch.cuda.current_device())
@@ -178,9 +191,9 @@ def main() -> int:
         batch = args.batch or planned
         plan = qr.make_plan(planned, n, sms, smem)
         for c in (c for c in map(int, args.columns.split(",")) if c < n):
-            panel = qr.panel_plan(plan, n, c)
+            panel = qr.panel_plan(plan, n, c, args.merges)
             print(f"--- {shape} c = {c}, {batch} matrices: rows {panel.rows}, {panel.threads} threads, "
-                  f"cluster {panel.cluster}, resident {panel.resident}", flush=True)
+                  f"cluster {panel.cluster}, resident {panel.resident}, merges {panel.merges}", flush=True)
             stamps, us = run_panel(qr, batch, n, c, panel)
             report(stamps, qr.PANEL_WIDTH, us)
     return 0
