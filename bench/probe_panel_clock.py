@@ -122,7 +122,7 @@ def stamped_module():
 
 def run_panel(qr, batch: int, n: int, c: int, plan):
     """One launch of `plan`'s panel at column c over `batch` random matrices: (stamps as a batch x cluster x
-    slots tensor of cycles, the launch's microseconds)."""
+    slots tensor of cycles since the CTA's first stamp, 0 where never stamped; the launch's microseconds)."""
     width = qr.PANEL_WIDTH
     slots = qr.STAMP_BASE + 2 * (1 + len(PANEL_STAMPS) + STEP_STAMPS * width)
     a = torch.randn(batch, n, n, device="cuda")
