@@ -790,7 +790,9 @@ if cutlass is not None:
                      CTA, tau_k = -S_k M[k, k] / R2[k, k], R = S R2 R1 on and above
                      the diagonal; one warp forms U = M R2^-1 and T = -U S L^-T
                      (`_t_rows`) meanwhile
-            all:     V = Q1 M^-1 on every other row, written back.
+            all:     V = Q1 M^-1 on every other row, written back; with `merges`
+                     (one CTA a matrix), the pair's T from V1^T V2, T1 and this
+                     T (`_merge_pair`).
         In exact arithmetic this is geqrf's V, tau and R. It is taken only if
         every column's |a|^2 lies in CHOLESKY_GRAM_RANGE, both Choleskys find
         positive pivots and ||Q1^T Q1 - I||_inf <= CHOLESKY_ORTH_LIMIT (so that
@@ -841,8 +843,9 @@ if cutlass is not None:
             self.cholesky = cholesky
             self.slot_m = SLOT_GRAM + 3 * width * width       # cluster scratch of `_cholesky_qr`: rank 0's M = U R2
             assert form_t or not merges, "a pair's merged T needs the second panel's T"
-            assert not cholesky or (form_t and not merges and width == WARP and threads // WARP <= WARP), \
-                "CholeskyQR2 panels form a single panel's T, a lane a column"
+            assert not cholesky or (form_t and (cluster == 1 or not merges) and width == WARP
+                                    and threads // WARP <= WARP), \
+                "CholeskyQR2 panels form T a lane a column, and merge a pair's T on one CTA a matrix"
             assert not merges or self.ld >= 2 * width, "sP holds V1^T V2 and T1 for the merge"
             assert cluster == 1 or form_t, "a cluster panel ends with T's cluster barrier, after every CTA's last wait"
 
@@ -925,7 +928,7 @@ if cutlass is not None:
 
             self._stage(mA, sP, b, r0, nloc, c, w, lane, warp)
             if cutlass.const_expr(self.cholesky):
-                if self._cholesky_qr(smem, mH, mTau, mT, mScratch, c, sP, b, rank, r0, nloc, w, tidx, lane, warp):
+                if self._cholesky_qr(smem, mA, mH, mTau, mT, mScratch, c, sP, b, rank, r0, nloc, w, tidx, lane, warp):
                     pass
                 else:                   # the column steps, on the panel staged again
                     self._stage(mA, sP, b, r0, nloc, c, w, lane, warp)
@@ -1066,7 +1069,7 @@ if cutlass is not None:
                 self._form_t(mA, sP, sTau, sGram, sT, mT, mScratch, b, rank, r0, nloc, c, w, tidx, lane, warp)
 
         @cute.jit
-        def _cholesky_qr(self, smem, mH, mTau, mT, mScratch, c, sP, b, rank, r0, nloc, w, tidx, lane, warp):
+        def _cholesky_qr(self, smem, mA, mH, mTau, mT, mScratch, c, sP, b, rank, r0, nloc, w, tidx, lane, warp):
             """The panel staged in sP by CholeskyQR2 and Householder reconstruction (see `cholesky` in the class
             docstring): H's panel, tau and T written, and True; or False, with nothing written and sP
             overwritten, where this matrix's panel must take the column steps (the same answer in every
@@ -1125,7 +1128,7 @@ if cutlass is not None:
                             cute.arch.cluster_arrive()
                         self._solve_row(sU, sR2, sVec, CHOL_INV2, lane)
                         cute.arch.sync_warp()
-                        self._t_rows(sU, sL, sVec, mT, mScratch, b, lane)
+                        self._t_rows(sU, sL, sVec, sG, mT, mScratch, b, lane)
                     else:
                         for p in cutlass.range(tidx - WARP, W * W, self.threads - WARP):   # R on and above the diagonal
                             i = p % W
@@ -1156,6 +1159,12 @@ if cutlass is not None:
                         self._solve_rows(sP, sM, sVec, CHOL_INVM, 0, nloc, tidx, self.threads)
                 cute.arch.sync_threads()
                 self._write_back(mH, sP, b, r0, nloc, c, w, lane, warp)
+                if cutlass.const_expr(self.merges):     # one CTA: sG holds T, sR1, sR2 and sM are free
+                    for p in cutlass.range(tidx, W * W, self.threads):     # T1, read after `_cross_gram`'s barriers
+                        sM[p // W, p % W] = mScratch[b, 0, self.slot_t + p]
+                    self._cross_gram(mA, sP, sR1, b, r0, nloc, c, lane, warp)
+                    sCross = cute.make_tensor(sR1.iterator, cute.make_layout((W, W), stride=(W + 4, 1)))
+                    self._merge_pair(sCross, sM, sR2, sG, mT, b, tidx)
             return ok
 
         @cute.jit
@@ -1369,10 +1378,11 @@ if cutlass is not None:
                 sZ[i, j] = total
 
         @cute.jit
-        def _t_rows(self, sU, sL, sVec, mT, mScratch, b, lane):
-            """Rank 0's warp 0: T = -U S L^-T (Ballard et al.) into mT[b] and the scratch (`slot_t`), lane i
-            forming row i: x L^T = -(U S)[i, :] by forward substitution over the columns (row j of L from sL,
-            zeros on and above its diagonal, and x's entries from j on still 0)."""
+        def _t_rows(self, sU, sL, sVec, sT, mT, mScratch, b, lane):
+            """Rank 0's warp 0: T = -U S L^-T (Ballard et al.) into mT[b] and the scratch (`slot_t`), or with
+            `merges` into sT (sT[j, i] = T[i, j], as `_merge_pair` reads it), lane i forming row i:
+            x L^T = -(U S)[i, :] by forward substitution over the columns (row j of L from sL, zeros on and
+            above its diagonal, and x's entries from j on still 0)."""
             W = self.width
             x = cute.make_rmem_tensor(W, cutlass.Float32)
             for j in cutlass.range_constexpr(W):
@@ -1388,8 +1398,11 @@ if cutlass is not None:
                 for k in cutlass.range_constexpr(W):
                     if k == j:
                         x[k] = acc
-                mT[b, lane, j] = acc
-                mScratch[b, 0, self.slot_t + lane * W + j] = acc
+                if cutlass.const_expr(self.merges):
+                    sT[j, lane] = acc
+                else:
+                    mT[b, lane, j] = acc
+                    mScratch[b, 0, self.slot_t + lane * W + j] = acc
 
         @cute.jit
         def _load_column(self, sP, rX, k, rlo, nloc, lane, first=0):
@@ -2469,11 +2482,13 @@ def panel_plan(plan: Plan, n: int, c: int, merges: bool = False) -> Plan:
     threads once few rows are left); a one-wave cluster plan's panel on one CTA a matrix once
     PANEL_ALONE's rows are left; a square plan as it is. A resident plan's panel with more than
     CHOLESKY_MIN_ROWS rows left is a `cholesky` one. A pair's second panel (`merges`) holds at
-    least 2 width rows: its shared memory keeps V1^T V2 and T1 for the merge."""
+    least 2 width rows: its shared memory keeps V1^T V2 and T1 for the merge; it stays `cholesky`
+    only on one CTA a matrix."""
     if plan.square:
         return plan
     if merges:
-        plan = replace(panel_plan(plan, n, c), merges=True, cholesky=False)
+        plan = panel_plan(plan, n, c)
+        plan = replace(plan, merges=True, cholesky=plan.cholesky and plan.cluster == 1)
         return replace(plan, rows=max(plan.rows, 2 * plan.width))
     plan = replace(plan, cholesky=plan.resident and n - c > CHOLESKY_MIN_ROWS)
     alone_rows, alone_threads = PANEL_ALONE

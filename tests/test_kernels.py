@@ -158,14 +158,19 @@ def test_block_reflector_matches_float64(batch, n, c, splits, fused, next_panel_
 
 
 @pytest.mark.parametrize("resident", [True, False], ids=["resident", "streamed"])
-@pytest.mark.parametrize("batch,n,cluster,c", [
-    (2, 200, 1, 0), (1, 130, 1, 64), (3, 512, 1, 32), (2, 512, 2, 0), (2, 600, 2, 256), (2, 1100, 4, 512),
+@pytest.mark.parametrize("batch,n,cluster,c,big", [
+    (2, 200, 1, 0, 1.0), (1, 130, 1, 64, 1.0), (3, 512, 1, 32, 1.0), (2, 512, 2, 0, 1.0), (2, 600, 2, 256, 1.0),
+    (2, 1100, 4, 512, 1.0),
+    (2, 1024, 1, 0, 1.0), (1, 1024, 1, 448, 1.0),       # resident: both panels CholeskyQR2 ...
+    (2, 1024, 1, 0, 1e17),                              # ... but the second falls back to the column steps
 ])
-def test_second_panel_of_a_pair_merges_their_t(batch, n, cluster, c, resident):
+def test_second_panel_of_a_pair_merges_their_t(batch, n, cluster, c, big, resident):
     # the pair's second panel (`merges`), after the first panel and its update of the second's columns,
-    # writes [[T1, T12], [0, T2]]: larft of the pair's 2 x WIDTH reflectors as one block
+    # writes [[T1, T12], [0, T2]]: larft of the pair's 2 x WIDTH reflectors as one block, whichever way the
+    # second was factored (a column near `big` takes a CholeskyQR2 panel back to the column steps)
     torch.manual_seed(n + c)
     h = torch.randn((batch, n, n), device="cuda")
+    h[:, :, c + WIDTH + 3] *= big
     blocked = submission.blocked_plan(n, cluster, resident)
     tau = torch.zeros((batch, n), device="cuda")
     first = torch.zeros((batch, WIDTH, WIDTH), device="cuda")
@@ -174,6 +179,9 @@ def test_second_panel_of_a_pair_merges_their_t(batch, n, cluster, c, resident):
     stream = submission.cuda.CUstream(torch.cuda.current_stream().cuda_stream)
     for panel_c, t, merges in ((c, first, False), (c + WIDTH, merged, True)):
         plan = submission.panel_plan(blocked, n, panel_c, merges)
+        # CholeskyQR2 where resident with many rows left; a second panel on one CTA a matrix only
+        many_rows = n - panel_c > submission.CHOLESKY_MIN_ROWS
+        assert plan.cholesky == (resident and many_rows and (cluster == 1 or not merges))
         args = tuple(submission._cute_tensor(x) for x in (h, h, tau, t, scratch))
         args += (submission.cutlass.Int32(panel_c), stream)
         submission._panel_kernel(plan, args)(*args)

@@ -133,10 +133,17 @@ def test_cholesky_panels_are_the_resident_plans_with_many_rows_left():
         plan = submission.make_plan(batch, n, H200_SMS, H200_SMEM)
         taken = [c for c in range(0, n, submission.PANEL_WIDTH) if submission.panel_plan(plan, n, c).cholesky]
         assert taken == list(range(0, last_cholesky + 1, submission.PANEL_WIDTH))
-        assert not any(submission.panel_plan(plan, n, c, merges=True).cholesky for c in taken)
+        # a pair's second panel keeps CholeskyQR2 on one CTA a matrix (it merges T there), not in a cluster
+        merging = [submission.panel_plan(plan, n, c, merges=True) for c in taken]
+        assert all(p.cholesky == (p.cluster == 1) for p in merging)
         budget = H200_SMEM - submission.SMEM_RESERVE
         assert all(submission.panel_smem_bytes(p.rows, p.width, True, p.cluster, True, p.threads) <= budget
                    for p in (submission.panel_plan(plan, n, c) for c in taken))
+    # 70 x 640 (one CTA a matrix, pairs to column 320): the second panels with more than CHOLESKY_MIN_ROWS rows
+    plan = submission.make_plan(70, 640, H200_SMS, H200_SMEM)
+    steps = submission.schedule(70, 640, 640, submission.looks_ahead(70, 640, H200_SMS), H200_SMS)
+    seconds = [step.c + submission.PANEL_WIDTH for step in steps if step.pair]
+    assert [c for c in seconds if submission.panel_plan(plan, 640, c, merges=True).cholesky] == [32, 96]
     shared = submission.make_plan(640, 512, H200_SMS, H200_SMEM)       # CTAs that share SMs: the column steps
     assert not any(submission.panel_plan(shared, 512, c).cholesky for c in range(0, 512, submission.PANEL_WIDTH))
 
@@ -644,11 +651,13 @@ def test_lookahead_graph_captures_its_chain_above_its_trailing_updates(monkeypat
 @pytest.mark.parametrize("lookahead", [True, False])
 @pytest.mark.parametrize("batch,n,pair_bytes,fuse_all", [
     (3, 300, 0, True), (2, 1100, 2 * 700 ** 2 * 4, True), (40, 1100, 0, False), (528, 256, 0, False),
+    (70, 640, 0, False),
 ])
 def test_paired_and_single_panels_both_factor(batch, n, pair_bytes, fuse_all, lookahead, monkeypatch):
     # with every update fused, pairs all the way to the square tail, or pairs then single panels (2 x 1100:
     # from column 416); 40 x 1100 pairs to column 576 (its rest updates split by rows from column 192, 256
-    # without look-ahead); 528 x 256 launches eagerly, its first pair's updates reading the input
+    # without look-ahead); 528 x 256 launches eagerly, its first pair's updates reading the input; 70 x 640's
+    # first two pairs are CholeskyQR2 panels on one CTA a matrix, the second merging T
     if fuse_all:
         monkeypatch.setattr(submission, "TRAIL_FUSE_PROGRAMS", 0)
         monkeypatch.setattr(submission, "PAIR_MIN_TILES", 0)
