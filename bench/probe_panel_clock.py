@@ -43,7 +43,7 @@ sys.path.insert(0, str(ROOT))
 os.environ["QR_SKIP_PRECOMPILE"] = "1"
 
 PHASES = ("finish", "larfg", "dots", "reflect", "barrier")
-PANEL_STAMPS = ("staged", "loop", "finished", "written back", "T formed")
+PANEL_STAMPS = ("staged", "loop", "finished", "written back", "cross gram", "gram", "T2 formed", "T formed")
 STEP_STAMPS = len(PHASES)           # stamps a column step stores (the barrier's end is the next step's start)
 
 CLOCK = '''
@@ -75,8 +75,11 @@ EDITS = (
     ("                    cute.arch.sync_threads()        # a cluster's CTAs meet at the next column's mbarrier wait\n",
      STEP.format(4), ""),
     ("\n            self._write_back(mH, sP, b, r0, nloc, c, w, lane, warp)\n", PANEL.format(2), PANEL.format(3)),
+    ("                self._cross_gram(mA, sP, sT, b, r0, nloc, c, lane, warp)\n", "", PANEL.format(4)),
+    ("            self._gram(sP, sGram, r0, nloc, c, lane, warp)\n", "", PANEL.format(5)),
+    ("                    self._merge_t_blocks(sGram, sT, 2 ** level, w, tidx)\n", "", "    " + PANEL.format(6)),
     ("                self._form_t(mA, sP, sTau, sGram, sT, mT, mScratch, b, rank, r0, nloc, c, w, tidx, lane, warp)\n",
-     "", PANEL.format(4)),
+     "", PANEL.format(7)),
 )
 STAMP_METHOD = '''
         @cute.jit
@@ -161,7 +164,7 @@ def report(stamps: torch.Tensor, width: int, us: float) -> None:
     bounds = torch.cat([steps, ends[:, :, None]], dim=2)          # (ctas, width, phases + 1)
     phases = bounds[:, :, 1:] - bounds[:, :, :-1]
     median = lambda x: statistics.median(x.tolist())              # noqa: E731
-    total = median(panel[:, 4])
+    total = median(panel[:, PANEL_STAMPS.index("T formed")])
     print(f"  launch {us:.1f} us; a CTA's stamps (median cycles): "
           + ", ".join(f"{name} {median(panel[:, k]):.0f}" for k, name in enumerate(PANEL_STAMPS)), flush=True)
     if not steps.any():
