@@ -88,6 +88,8 @@ class ReboundGraph:
             if kind == driver.CUgraphNodeType.CU_GRAPH_NODE_TYPE_KERNEL:
                 params = _ok(driver.cuGraphKernelNodeGetParams(node))
                 sizes = _parameter_sizes(params)
+                if sizes and int(params.kernelParams) == 0:
+                    raise RuntimeError("a kernel node with its parameters in `extra`: not rebound here")
                 addresses = (ctypes.c_void_p * len(sizes)).from_address(int(params.kernelParams))
                 values = [ctypes.create_string_buffer(ctypes.string_at(addresses[i], size), size)
                           for i, size in enumerate(sizes)]
