@@ -51,6 +51,7 @@ batches) are handed to it; float16, bfloat16, integer and bool tensors raise.
 Importing on a GPU machine with the CUTLASS DSL compiles and warms up the
 benchmark shapes; set `QR_SKIP_PRECOMPILE=1` to skip that.
 """
+import ctypes
 import operator
 import os
 import threading
@@ -238,6 +239,7 @@ BAR_NORMS, BAR_DOTS, CLUSTER_BARRIERS = 0, 2, 4
 # finished after the last step (`finish_at_end`)
 KEPT_BETA, KEPT_LIFT, KEPT_SCALE = range(3)
 FLOAT_BYTES = 4
+ADDRESS_BYTES = 8          # a device address among a kernel's parameters (`RetargetedGraph`)
 
 
 # ---------------------------------------------------------------------------
@@ -2844,6 +2846,117 @@ def _apply_block_reflector(h, y, t, c: int, width: int, update: Update, source=N
             h, y, t, *sizes, splits, *strides, **blocks)
 
 
+def _driver_values(result: tuple):
+    """The values that a cuda-python driver call returns after its CUresult; RuntimeError on an error."""
+    error, *values = result
+    if error != cuda.CUresult.CUDA_SUCCESS:
+        raise RuntimeError(f"CUDA driver: {error.name}")
+    return values[0] if len(values) == 1 else tuple(values)
+
+
+def _kernel_parameter_sizes(params) -> list[int]:
+    """Byte sizes of a kernel node's parameters, in order (cuFuncGetParamInfo, or cuKernelGetParamInfo for a
+    node that names a CUkernel); NotImplementedError where the driver cannot tell."""
+    sizes = []
+    while True:
+        if int(params.func) != 0:
+            error, _, size = cuda.cuFuncGetParamInfo(params.func, len(sizes))
+        else:
+            error, _, size = cuda.cuKernelGetParamInfo(params.kern, len(sizes))
+        if error == cuda.CUresult.CUDA_ERROR_INVALID_VALUE and sizes:        # past the last parameter
+            return sizes
+        if error != cuda.CUresult.CUDA_SUCCESS:
+            raise NotImplementedError(f"a kernel node's parameter sizes: {error.name}")
+        sizes.append(size)
+
+
+class RetargetedGraph:
+    """A captured launch sequence launched on other buffers than those it was captured on.
+
+    Stream capture bakes each kernel's arguments into the graph, among them
+    the addresses of the buffers it factors (h and tau). Once, every kernel
+    node's parameters are read (their sizes from the driver) and each 8-byte
+    word at an 8-byte offset whose value lies inside one of `buffers` is
+    kept with its offset into that buffer; memset nodes into them likewise.
+    `launch(others, stream)` writes others[k]'s address plus that offset
+    into each kept word (cuGraphExecKernelNodeSetParams, which leaves launches
+    already queued as they were) and launches the graph: the same kernels on
+    other memory of the same sizes and alignments.
+
+    Words are matched by value: every buffer lies above 2^32, beyond any of
+    the kernels' integer arguments (sizes, strides, columns), and the
+    buffers are distinct allocations. A memcpy node, or a kernel whose
+    parameters come packed in `extra`, raises NotImplementedError here (the
+    caller replays the graph into its own buffers instead), as does a
+    driver that cannot give parameter sizes.
+    """
+
+    def __init__(self, graph: torch.cuda.CUDAGraph, buffers: list[torch.Tensor]):
+        ranges = [(t.data_ptr(), t.data_ptr() + t.numel() * t.element_size()) for t in buffers]
+        if min(low for low, _ in ranges) < 1 << 32:
+            raise NotImplementedError("a buffer below 2^32: its address could be taken for an integer")
+
+        def place(address: int) -> tuple[int, int] | None:
+            """(k, offset) of an address inside buffers[k], else None."""
+            for k, (low, high) in enumerate(ranges):
+                if low <= address < high:
+                    return k, address - low
+            return None
+
+        raw = cuda.CUgraph(graph.raw_cuda_graph())
+        _, count = _driver_values(cuda.cuGraphGetNodes(raw, 0))
+        nodes, _ = _driver_values(cuda.cuGraphGetNodes(raw, count))
+        self.kernels = []       # (node, params pointing at `values`, values, their pointer array, words)
+        self.memsets = []       # (node, params, k, offset)
+        for node in nodes:
+            kind = _driver_values(cuda.cuGraphNodeGetType(node))
+            if kind == cuda.CUgraphNodeType.CU_GRAPH_NODE_TYPE_KERNEL:
+                params = _driver_values(cuda.cuGraphKernelNodeGetParams(node))
+                sizes = _kernel_parameter_sizes(params)
+                if int(params.kernelParams) == 0:
+                    raise NotImplementedError("a kernel node whose parameters come in `extra`")
+                addresses = (ctypes.c_void_p * len(sizes)).from_address(int(params.kernelParams))
+                values = [ctypes.create_string_buffer(ctypes.string_at(addresses[i], size), size)
+                          for i, size in enumerate(sizes)]
+                words = []      # (parameter, byte offset in it, k, offset into buffers[k])
+                for i, value in enumerate(values):
+                    for at in range(0, len(value.raw) - ADDRESS_BYTES + 1, ADDRESS_BYTES):
+                        found = place(int.from_bytes(value.raw[at:at + ADDRESS_BYTES], "little"))
+                        if found is not None:
+                            words.append((i, at, *found))
+                if words:
+                    pointers = (ctypes.c_void_p * len(values))(*(ctypes.addressof(v) for v in values))
+                    params.kernelParams = ctypes.addressof(pointers)
+                    self.kernels.append((node, params, values, pointers, words))
+            elif kind == cuda.CUgraphNodeType.CU_GRAPH_NODE_TYPE_MEMSET:
+                params = _driver_values(cuda.cuGraphMemsetNodeGetParams(node))
+                found = place(int(params.dst))
+                if found is not None:
+                    self.memsets.append((node, params, *found))
+            elif kind == cuda.CUgraphNodeType.CU_GRAPH_NODE_TYPE_MEMCPY:
+                raise NotImplementedError("a memcpy node")
+        self.graph = graph          # its memory pool holds what the captured launches allocated
+        self.context = _driver_values(cuda.cuCtxGetCurrent())
+        self.exec = _driver_values(cuda.cuGraphInstantiate(raw, 0))
+
+    def launch(self, others: tuple[torch.Tensor, ...], stream: torch.cuda.Stream) -> None:
+        """Queue the graph on `stream` with buffers[k] replaced by others[k] (the same size and alignment)."""
+        bases = [t.data_ptr() for t in others]
+        for node, params, values, _, words in self.kernels:
+            for i, at, k, offset in words:
+                ctypes.c_uint64.from_buffer(values[i], at).value = bases[k] + offset
+            _driver_values(cuda.cuGraphExecKernelNodeSetParams(self.exec, node, params))
+        for node, params, k, offset in self.memsets:
+            params.dst = cuda.CUdeviceptr(bases[k] + offset)
+            _driver_values(cuda.cuGraphExecMemsetNodeSetParams(self.exec, node, params, self.context))
+        _driver_values(cuda.cuGraphLaunch(self.exec, cuda.CUstream(stream.cuda_stream)))
+
+    def __del__(self):
+        """The executable graph goes (CUDA frees it after a launch still running); not at interpreter exit."""
+        if getattr(self, "exec", None) is not None and cuda is not None:
+            cuda.cuGraphExecDestroy(self.exec)
+
+
 class Factorization:
     """Buffers, kernels and CUDA graph that factor batches of one (device, batch, n).
 
@@ -2855,7 +2968,10 @@ class Factorization:
     panels to the end). Each panel's kernel holds only the rows left below
     it (`panel_plan`).
     The sequence is captured once in a CUDA graph, so a call costs one copy
-    in, one replay and two copies out whatever the number of panels; plans
+    in and one launch whatever the number of panels: the input is staged
+    into fresh outputs and the graph launched on them (`RetargetedGraph`;
+    where the driver cannot retarget it, staged into the graph's own h, the
+    graph replayed and h and tau copied out). Plans
     with at least EAGER_MIN_PANEL_BYTES of h per panel, and square plans
     from SQUARE_EAGER_MIN_N, instead launch eagerly, factoring a fresh
     output in place (`eager`), and keep no h or tau of their own; an eager
@@ -2958,6 +3074,7 @@ class Factorization:
         self.launch(h, tau, h if self.reads_input else None)
         self.done.record()              # a first call on another stream waits for it: it uses the same buffers
         self.captures_left = 0 if self.eager else CAPTURE_ATTEMPTS
+        self.retargeted = None
         self.graph = None if self.eager else self._capture()
 
     def _cute_args(self, h: torch.Tensor, tau: torch.Tensor) -> list[tuple]:
@@ -2999,16 +3116,23 @@ class Factorization:
 
     def _capture(self) -> torch.cuda.CUDAGraph | None:
         """The launch sequence as a CUDA graph, or None if another thread's CUDA call broke the capture.
-        With look-ahead, captured on the `chain` stream (torch's own capture stream otherwise)."""
+        With look-ahead, captured on the `chain` stream (torch's own capture stream otherwise). Sets
+        `retargeted`, the graph as a RetargetedGraph over h and tau, or None where that cannot be done (then
+        the graph is instantiated for replays)."""
         self.captures_left -= 1
+        self.retargeted = None
         stream = torch.cuda.current_stream()
-        graph = torch.cuda.CUDAGraph()
+        graph = torch.cuda.CUDAGraph(keep_graph=True)
         try:
             with torch.cuda.graph(graph, stream=self.chain, capture_error_mode=CAPTURE_MODE):
                 self.launch()
         except Exception:       # the same launches ran eagerly before (the first run, or the last call)
             torch.cuda.set_stream(stream)       # a failed capture_end leaves the capture stream current
             return None
+        try:
+            self.retargeted = RetargetedGraph(graph, [self.h, self.tau])
+        except (NotImplementedError, RuntimeError):
+            graph.instantiate()
         return graph
 
     def stage(self, data: torch.Tensor, h: torch.Tensor, col_end: int | None = None) -> None:
@@ -3109,8 +3233,8 @@ class Factorization:
 
     def _queue(self, data: torch.Tensor) -> output_t:
         """Queue the factorization of data on the current stream: fresh outputs, or the graph's copied out."""
+        batch, n, _ = data.shape
         if self.eager:
-            batch, n, _ = data.shape
             out = data.new_empty((batch, n, n)), data.new_empty((batch, n))
             source = data if self.reads_input and data.is_contiguous() else None
             if source is None or not self.plan.square:
@@ -3119,6 +3243,11 @@ class Factorization:
             return out
         if self.graph is None and self.captures_left > 0:
             self.graph = self._capture()
+        if self.retargeted is not None:
+            out = data.new_empty((batch, n, n)), data.new_empty((batch, n))
+            self.stage(data, out[0])
+            self.retargeted.launch(out, torch.cuda.current_stream())
+            return out
         self.stage(data, self.h)
         if self.graph is None:
             self.launch()

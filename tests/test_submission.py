@@ -620,13 +620,12 @@ def test_lookahead_graph_captures_its_chain_above_its_trailing_updates(monkeypat
     f = submission.Factorization(2, 1100, a.device)
     assert f.lookahead and f.graph is not None and f.chain.priority < f.side.priority
     captured = []
-    graph, cuda_graph_class = torch.cuda.graph, torch.cuda.CUDAGraph
+    graph = torch.cuda.graph
 
     def recording_graph(cuda_graph, **kwargs):
         captured.append(kwargs["stream"])
         return graph(cuda_graph, **kwargs)
 
-    monkeypatch.setattr(torch.cuda, "CUDAGraph", lambda: cuda_graph_class(keep_graph=True))    # its nodes kept
     monkeypatch.setattr(torch.cuda, "graph", recording_graph)
     f.graph = f._capture()
     assert captured == [f.chain]
@@ -644,7 +643,7 @@ def test_lookahead_graph_captures_its_chain_above_its_trailing_updates(monkeypat
     assert set(priorities) == {f.chain.priority, f.side.priority}
     rests = sum(step.rest is not None for step in f.steps)
     assert priorities.count(f.chain.priority) >= len(f.panels) and priorities.count(f.side.priority) >= rests
-    assert_factors(a, f(a))     # the graph's replay, instantiated on first use
+    assert_factors(a, f(a))     # the graph, launched on fresh outputs
 
 
 @pytest.mark.gpu
@@ -699,6 +698,44 @@ def test_eager_launches_factor_into_fresh_outputs(batch, n, monkeypatch):
     assert first[0].data_ptr() != second[0].data_ptr() and first[1].data_ptr() != second[1].data_ptr()
     assert torch.equal(first[0], second[0]) and torch.equal(first[1], second[1])
     assert_factors(a, first)
+
+
+@pytest.mark.gpu
+def test_retargeted_graph_runs_its_kernels_on_other_buffers():
+    # the captured kernels write y from element 1024 on; launched on z they write z from element 1024 on
+    y = torch.zeros(4096, device="cuda")
+    graph = torch.cuda.CUDAGraph(keep_graph=True)
+    with torch.cuda.graph(graph):
+        y[1024:].mul_(2).add_(1)
+    retargeted = submission.RetargetedGraph(graph, [y])
+    assert len(retargeted.kernels) == 2 and not retargeted.memsets
+    z = torch.full_like(y, 3.0)
+    retargeted.launch((z,), torch.cuda.current_stream())
+    assert torch.equal(z[:1024], torch.full_like(z[:1024], 3.0))
+    assert torch.equal(z[1024:], torch.full_like(z[1024:], 7.0))
+    assert torch.equal(y, torch.zeros_like(y))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("batch,n", [(3, 100), (3, 300), (2, 1100)])
+def test_graph_calls_factor_into_fresh_outputs_with_the_replays_bits(batch, n):
+    # a graph plan's call launches its graph on fresh outputs (`RetargetedGraph`): the bits of a replay on the
+    # graph's own buffers, and an earlier call's outputs stay as they were through later calls
+    a = reference.generate_input(batch, n, 1, 73, "dense")
+    b = reference.generate_input(batch, n, 1, 74, "dense")
+    f = submission.Factorization(batch, n, a.device)
+    assert not f.eager and f.graph is not None and f.retargeted is not None
+    first = f(a)
+    kept = first[0].clone(), first[1].clone()
+    second = f(b)
+    assert first[0].data_ptr() not in (f.h.data_ptr(), second[0].data_ptr())
+    assert torch.equal(first[0], kept[0]) and torch.equal(first[1], kept[1])
+    retargeted, f.retargeted = f.retargeted, None
+    replayed = f(a)             # staged into h, replayed, copied out
+    f.retargeted = retargeted
+    assert torch.equal(first[0], replayed[0]) and torch.equal(first[1], replayed[1])
+    assert_factors(a, first)
+    assert_factors(b, second)
 
 
 @pytest.mark.gpu
