@@ -240,6 +240,9 @@ BAR_NORMS, BAR_DOTS, CLUSTER_BARRIERS = 0, 2, 4
 KEPT_BETA, KEPT_LIFT, KEPT_SCALE = range(3)
 FLOAT_BYTES = 4
 ADDRESS_BYTES = 8          # a device address among a kernel's parameters (`RetargetedGraph`)
+# CUDA graph nodes that hold no addresses, besides kernels and memsets: what stream capture makes of
+# dependencies across streams
+PLAIN_GRAPH_NODES = ("CU_GRAPH_NODE_TYPE_EMPTY", "CU_GRAPH_NODE_TYPE_WAIT_EVENT", "CU_GRAPH_NODE_TYPE_EVENT_RECORD")
 
 
 # ---------------------------------------------------------------------------
@@ -2863,7 +2866,7 @@ def _kernel_parameter_sizes(params) -> list[int]:
             error, _, size = cuda.cuFuncGetParamInfo(params.func, len(sizes))
         else:
             error, _, size = cuda.cuKernelGetParamInfo(params.kern, len(sizes))
-        if error == cuda.CUresult.CUDA_ERROR_INVALID_VALUE and sizes:        # past the last parameter
+        if error == cuda.CUresult.CUDA_ERROR_INVALID_VALUE:        # past the last parameter
             return sizes
         if error != cuda.CUresult.CUDA_SUCCESS:
             raise NotImplementedError(f"a kernel node's parameter sizes: {error.name}")
@@ -2885,10 +2888,11 @@ class RetargetedGraph:
 
     Words are matched by value: every buffer lies above 2^32, beyond any of
     the kernels' integer arguments (sizes, strides, columns), and the
-    buffers are distinct allocations. A memcpy node, or a kernel whose
-    parameters come packed in `extra`, raises NotImplementedError here (the
-    caller replays the graph into its own buffers instead), as does a
-    driver that cannot give parameter sizes.
+    buffers are distinct allocations. A node that is neither a kernel, a
+    memset nor of PLAIN_GRAPH_NODES (a memcpy, a child graph), or a kernel
+    whose parameters come packed in `extra`, raises NotImplementedError
+    here (the caller replays the graph into its own buffers instead), as
+    does a driver that cannot give parameter sizes.
     """
 
     def __init__(self, graph: torch.cuda.CUDAGraph, buffers: list[torch.Tensor]):
@@ -2933,11 +2937,13 @@ class RetargetedGraph:
                 found = place(int(params.dst))
                 if found is not None:
                     self.memsets.append((node, params, *found))
-            elif kind == cuda.CUgraphNodeType.CU_GRAPH_NODE_TYPE_MEMCPY:
-                raise NotImplementedError("a memcpy node")
+            elif kind.name not in PLAIN_GRAPH_NODES:
+                raise NotImplementedError(f"a graph node of type {kind.name}")
         self.graph = graph          # its memory pool holds what the captured launches allocated
         self.context = _driver_values(cuda.cuCtxGetCurrent())
-        self.exec = _driver_values(cuda.cuGraphInstantiate(raw, 0))
+        # each kernel at its captured stream's priority (CHAIN_PRIORITY), as torch instantiates graphs
+        self.exec = _driver_values(cuda.cuGraphInstantiate(
+            raw, cuda.CUgraphInstantiate_flags.CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY))
 
     def launch(self, others: tuple[torch.Tensor, ...], stream: torch.cuda.Stream) -> None:
         """Queue the graph on `stream` with buffers[k] replaced by others[k] (the same size and alignment)."""
