@@ -11,9 +11,13 @@ source .device/gpu-env.sh
 export QR_SKIP_PRECOMPILE=1 PYTHONUNBUFFERED=1
 case "$1" in
 tests)
-    timeout 300 python -m pytest -q -p no:cacheprovider tests/test_submission.py tests/test_robustness.py \
-        -k "retargeted or fresh_outputs or lookahead_graph or bound_once or broken_capture or peak_memory" \
-        2>&1 | tail -15 | tee "$OUT/tests-graph-rebind.log"
+    # two processes at once (each compiles its own plans): 12 tests of test_submission.py, 8 of test_robustness.py
+    timeout 300 python -m pytest -q -p no:cacheprovider tests/test_submission.py \
+        -k "retargeted or fresh_outputs or lookahead_graph or bound_once" > "$OUT/tests-graph-rebind-1.log" 2>&1 &
+    timeout 300 python -m pytest -q -p no:cacheprovider tests/test_robustness.py \
+        -k "broken_capture or peak_memory" > "$OUT/tests-graph-rebind-2.log" 2>&1 &
+    wait
+    tail -n 12 "$OUT"/tests-graph-rebind-[12].log | tee "$OUT/tests-graph-rebind.log"
     timeout 200 python - <<'PY' 2>&1 | tee -a "$OUT/tests-graph-rebind.log"
 import torch, submission
 for batch, n in ((40, 100), (40, 352), (4, 1024)):
