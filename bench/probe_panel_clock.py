@@ -1,6 +1,6 @@
 """Where a panel's column step spends its cycles: HouseholderPanel with SM clock stamps (GPU).
 
-    python bench/probe_panel_clock.py [--shapes 640x512,2x4096] [--columns 0] [--batch 132] [--merges]
+    python bench/probe_panel_clock.py [--shapes 640x512,2x4096] [--columns 0] [--batch 132] [--merges] [--warm-v1]
 
 The panel of `submission.py` is loaded from a copy of its text with stamps
 inserted at fixed places (each edit must apply exactly once): thread 0 of
@@ -123,9 +123,11 @@ def stamped_module():
     return module
 
 
-def run_panel(qr, batch: int, n: int, c: int, plan):
+def run_panel(qr, batch: int, n: int, c: int, plan, warm_v1: bool = False):
     """One launch of `plan`'s panel at column c over `batch` random matrices: (stamps as a batch x cluster x
-    slots tensor of cycles since the CTA's first stamp, 0 where never stamped; the launch's microseconds)."""
+    slots tensor of cycles since the CTA's first stamp, 0 where never stamped; the launch's microseconds).
+    With `warm_v1` the width columns before c (V1 of a merging panel) are read just before the launch,
+    so that they start in L2 (as where the update before the panel has just read them)."""
     width = qr.PANEL_WIDTH
     slots = qr.STAMP_BASE + 2 * (1 + len(PANEL_STAMPS) + STEP_STAMPS * width)
     a = torch.randn(batch, n, n, device="cuda")
@@ -144,6 +146,8 @@ def run_panel(qr, batch: int, n: int, c: int, plan):
     a.copy_(pristine)
     start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     torch.cuda._sleep(2_000_000)
+    if warm_v1:
+        a[:, c:, max(c - width, 0):c].sum()
     start.record()
     fn(*args)
     stop.record()
@@ -185,6 +189,7 @@ def main() -> int:
     parser.add_argument("--columns", default="0")
     parser.add_argument("--batch", type=int, help="matrices a launch, instead of the shape's")
     parser.add_argument("--merges", action="store_true", help="the panels at --columns are pairs' second panels")
+    parser.add_argument("--warm-v1", action="store_true", help="V1 (the columns before the panel) starts in L2")
     args = parser.parse_args()
     qr = stamped_module()
     sms, smem = qr._device_limits(torch.cuda.current_device())
@@ -197,7 +202,7 @@ def main() -> int:
             panel = qr.panel_plan(plan, n, c, args.merges)
             print(f"--- {shape} c = {c}, {batch} matrices: rows {panel.rows}, {panel.threads} threads, "
                   f"cluster {panel.cluster}, resident {panel.resident}, merges {panel.merges}", flush=True)
-            stamps, us = run_panel(qr, batch, n, c, panel)
+            stamps, us = run_panel(qr, batch, n, c, panel, args.warm_v1)
             report(stamps, qr.PANEL_WIDTH, us)
     return 0
 
