@@ -1,14 +1,33 @@
 #!/bin/bash
-# GPU call on wip/v-entry-select (carry .whl .device scratchpad/main_submission.py = main's submission.py):
-# the clock probe's Gram and cross-Gram phases with V's entries selected (this branch) and branched (main),
-# 640x512 c 32 single and merging, merging with V1 cold and warm in L2, 60x1024 c 32 merging warm. Logs under $OUT.
+# GPU calls on wip/v-entry-select (carry .whl .device, and for `ab` scratchpad/main_submission.py = main's
+# submission.py): V's entries loaded unconditionally and selected in `_v_entry` and `_raw_entry` (every
+# panel's Gram and a pair's cross Gram), against main's branches around the loads. Logs under $OUT.
+#   bash bench/wip/run-v-entry.sh spec      the spec cases of every blocked shape under seed 11, the
+#                                           blocked kernel and agreement tests, in 8 shards; ~5 minutes
+#   bash bench/wip/run-v-entry.sh ab SHAPE  SHAPE side by side with main, 3 rounds (640x512 or 60x1024:
+#                                           each compiles for minutes cold, so one shape a call)
 set -u
 source .device/gpu-env.sh
+source bench/wip/shards.sh
 export QR_SKIP_PRECOMPILE=1 PYTHONUNBUFFERED=1
-mkdir -p /tmp/main-root && cp -r bench /tmp/main-root/ && cp scratchpad/main_submission.py /tmp/main-root/submission.py
-for root in . /tmp/main-root; do
-    echo "=== $root"
-    timeout 60 python $root/bench/probe_panel_clock.py --shapes 640x512 --columns 32
-    timeout 60 python $root/bench/probe_panel_clock.py --shapes 640x512 --columns 32 --merges
-    timeout 110 python $root/bench/probe_panel_clock.py --shapes 640x512,60x1024 --columns 32 --merges --warm-v1
-done 2>&1 | grep -v "no column stamps" | tee "$OUT/clock-v-entry.log"
+case "$1" in
+spec)
+    collect_tests
+    { grep "test_spec_passes" scratchpad/shards/all.txt | grep -E -- "-11\]" | grep -v -E "20x32|40x176"
+      grep -E "test_agrees_with_geqrf|test_extreme_magnitudes|test_paired_and_single|test_lookahead_and_plain" \
+          scratchpad/shards/all.txt
+    } > scratchpad/shards/blocked.txt
+    # the panel kernel tests (resident whole panels and streamed panels of the rows left, the extreme
+    # columns, CholeskyQR2's second factor, the pair merges but the six at 1024 rows already run)
+    python -m pytest --collect-only -q -p no:cacheprovider tests/test_kernels.py 2>/dev/null | grep "::" \
+        | grep -E "whole-resident|left-streamed|extreme|condition_300|merges_their_t" \
+        | grep -v -E "merges_their_t.*1024" > scratchpad/shards/kernels.txt
+    paste -d "\n" scratchpad/shards/blocked.txt scratchpad/shards/kernels.txt | grep . > scratchpad/shards/selected.txt
+    wc -l < scratchpad/shards/selected.txt
+    run_shards 420 spec-v-entry ;;
+ab)
+    timeout 560 python bench/ab.py --shapes "$2" --rounds 3 --variant main=scratchpad/main_submission.py \
+        --variant select=submission.py 2>&1 | tee "$OUT/ab-v-entry-$2.log" ;;
+*)
+    echo "usage: $0 spec | ab SHAPE" >&2; exit 2 ;;
+esac
