@@ -324,7 +324,7 @@ def main(argv: list[str]) -> int:
         for block_n, threads, stage_v, phases in (
                 (32, 256, False, (2, 3, 4)), (32, 256, True, (2, 3, 4)), (32, 256, False, (2, 3)),
                 (32, 256, True, (2, 3)), (32, 256, False, ()), (32, 256, True, ()), (64, 256, False, (2, 3, 4)),
-                (64, 256, False, ())):
+                (64, 256, False, ()), (16, 128, False, (2, 3, 4)), (16, 128, False, ())):
             smem = 4 * (n * (block_n + 4) + stage_v * n * (W + 4) + 2 * W * block_n + W * W)
             if smem > 227 * 1024:
                 continue
