@@ -3,7 +3,8 @@
 # submission.py): V's entries loaded unconditionally and selected in `_v_entry` and `_raw_entry` (every
 # panel's Gram and a pair's cross Gram), against main's branches around the loads. Logs under $OUT.
 #   bash bench/wip/run-v-entry.sh spec      the spec cases of every blocked shape under seed 11, the
-#                                           blocked kernel and agreement tests, in 8 shards; ~5 minutes
+#                                           blocked agreement tests and the panel kernel tests, in 8
+#                                           shards; ~5-7 minutes
 #   bash bench/wip/run-v-entry.sh ab SHAPE  SHAPE side by side with main, 3 rounds (640x512 or 60x1024:
 #                                           each compiles for minutes cold, so one shape a call)
 set -u
@@ -22,7 +23,9 @@ spec)
     python -m pytest --collect-only -q -p no:cacheprovider tests/test_kernels.py 2>/dev/null | grep "::" \
         | grep -E "whole-resident|left-streamed|extreme|condition_300|merges_their_t" \
         | grep -v -E "merges_their_t.*1024" > scratchpad/shards/kernels.txt
-    paste -d "\n" scratchpad/shards/blocked.txt scratchpad/shards/kernels.txt | grep . > scratchpad/shards/selected.txt
+    # blocked tests first, grouped by shape (a shard compiles fewer plans), then the kernel tests: the eighths
+    # of the list come out ~4 shards of each
+    cat scratchpad/shards/blocked.txt scratchpad/shards/kernels.txt > scratchpad/shards/selected.txt
     wc -l < scratchpad/shards/selected.txt
     run_shards 420 spec-v-entry ;;
 ab)
