@@ -1079,13 +1079,14 @@ if cutlass is not None:
             NW = self.threads // WARP
             # triangles X[i, j] with column j contiguous and 16-byte aligned (vector loads in `_solve_row`)
             padded = cute.make_layout((W, W), stride=(1, W + 4))
+            transposed = cute.make_layout((W, W), stride=(W + 4, 1))       # a padded triangle read as its transpose
             sG = smem.allocate_tensor(cutlass.Float32, padded, 16)
             sR1 = smem.allocate_tensor(cutlass.Float32, padded, 16)
             sR2 = smem.allocate_tensor(cutlass.Float32, padded, 16)
             sU = smem.allocate_tensor(cutlass.Float32, padded, 16)
             sM = smem.allocate_tensor(cutlass.Float32, padded, 16)
             sRf = smem.allocate_tensor(cutlass.Float32, padded, 16)
-            sL = smem.allocate_tensor(cutlass.Float32, cute.make_layout((W, W), stride=(W + 4, 1)), 16)  # rows contiguous
+            sL = smem.allocate_tensor(cutlass.Float32, transposed, 16)  # rows contiguous
             sRow = smem.allocate_tensor(cutlass.Float32, cute.make_layout((W, 2), stride=(1, W)), 16)  # by step parity
             sVec = smem.allocate_tensor(cutlass.Float32, cute.make_layout((CHOL_ROWS, W)), 16)
             sParts = smem.allocate_tensor(cutlass.Float32, cute.make_layout(NW * W * (W + 1) // 2), 16)
@@ -1163,7 +1164,7 @@ if cutlass is not None:
                     for p in cutlass.range(tidx, W * W, self.threads):     # T1, read after `_cross_gram`'s barriers
                         sM[p // W, p % W] = mScratch[b, 0, self.slot_t + p]
                     self._cross_gram(mA, sP, sR1, b, r0, nloc, c, lane, warp)
-                    sCross = cute.make_tensor(sR1.iterator, cute.make_layout((W, W), stride=(W + 4, 1)))
+                    sCross = cute.make_tensor(sR1.iterator, transposed)
                     self._merge_pair(sCross, sM, sR2, sG, mT, b, tidx)
             return ok
 
