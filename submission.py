@@ -1175,10 +1175,11 @@ if cutlass is not None:
 
         @cute.jit
         def _raw_entry(self, sP, r, col, r0, nloc, c):
-            """A[r, col] of the panel in sP, 0 at rows >= nloc."""
-            x = cutlass.Float32(0.0)
-            if r < nloc:
-                x = sP[r, col]
+            """A[r, col] of the panel in sP, 0 at rows >= nloc (loaded from row nloc - 1 there and then
+            selected away, as in `_v_entry`)."""
+            x = sP[cutlass.min(r, nloc - 1), col]
+            if r >= nloc:
+                x = cutlass.Float32(0.0)
             return x
 
         @cute.jit
@@ -1840,13 +1841,16 @@ if cutlass is not None:
         @cute.jit
         def _v_entry(self, sP, r, col, r0, nloc, c):
             """V[r, col] of the panel in sP (local row r): 0 above the column's diagonal row c + col and at
-            rows >= nloc, 1 on it, the stored v below it."""
-            x = cutlass.Float32(0.0)
-            if r < nloc:
-                if r0 + r > c + col:
-                    x = sP[r, col]
-                if r0 + r == c + col:
-                    x = cutlass.Float32(1.0)
+            rows >= nloc, 1 on it, the stored v below it. The entry is loaded from row min(r, nloc - 1)
+            whatever it is and then selected (no branch around the load: a chunk's loads issue together,
+            and what the selection drops, R's entries or rows past the panel, never meets a product)."""
+            x = sP[cutlass.min(r, nloc - 1), col]
+            if r0 + r == c + col:
+                x = cutlass.Float32(1.0)
+            if r0 + r < c + col:
+                x = cutlass.Float32(0.0)
+            if r >= nloc:
+                x = cutlass.Float32(0.0)
             return x
 
         @cute.jit
