@@ -187,6 +187,9 @@ CAPTURE_MODE = "thread_local"   # other threads' CUDA calls are not captured and
 # ahead of queued update CTAs
 CHAIN_PRIORITY = -1
 CAPTURE_ATTEMPTS = 3        # graph captures tried per shape before it stays on eager launches
+# a graph launched on fresh outputs runs as two parts where a join has at least this many nodes up to it,
+# so that the second part's parameters are rewritten while the first runs (`RetargetedGraph`)
+RETARGET_PREFIX_NODES = 16
 # blocked plans whose h holds at least this many bytes per panel launch eagerly into fresh outputs,
 # saving the graph's copies out where a panel's GPU time hides its launches' host time
 # (640x512, 42 MB a panel: 6.70 -> 6.54 ms; 60x1024, 8 MB a panel, host-bound: 5.61 -> 9.88 ms)
@@ -2878,6 +2881,57 @@ def _kernel_parameter_sizes(params) -> list[int]:
         sizes.append(size)
 
 
+def graph_prefix(count: int, edges: list[tuple[int, int]], least: int) -> set[int] | None:
+    """The nodes of a DAG (nodes 0..count-1, edges (before, after)) up to its first join with at least
+    `least` nodes up to it, or None where no such join leaves nodes after it.
+
+    A join is a node X that every other node precedes or follows; the
+    nodes up to X are X and its ancestors. Running them, then the others,
+    keeps every dependency (the others all follow X, which follows the
+    rest) and all of the DAG's concurrency (nothing after X could run
+    before X finished). Joins are taken in a topological order (Kahn's,
+    lowest index first).
+    """
+    before = [0] * count        # ancestors of each node, as bit masks
+    after = [0] * count         # descendants
+    preds, succs = [[] for _ in range(count)], [[] for _ in range(count)]
+    for a, b in edges:
+        preds[b].append(a)
+        succs[a].append(b)
+    waiting = [len(p) for p in preds]
+    ready = [i for i in range(count) if waiting[i] == 0]
+    order = []
+    while ready:
+        ready.sort()
+        node = ready.pop(0)
+        order.append(node)
+        for b in succs[node]:
+            waiting[b] -= 1
+            if waiting[b] == 0:
+                ready.append(b)
+    for node in order:
+        for a in preds[node]:
+            before[node] |= before[a] | 1 << a
+    for node in reversed(order):
+        for b in succs[node]:
+            after[node] |= after[b] | 1 << b
+    everything = (1 << count) - 1
+    for node in order:
+        upto = before[node] | 1 << node
+        if upto.bit_count() >= least and upto | after[node] == everything and after[node]:
+            return {i for i in range(count) if upto >> i & 1}
+    return None
+
+
+@dataclass(frozen=True)
+class GraphPart:
+    """An executable graph of (part of) a captured launch sequence, with the parameters to rewrite for other
+    buffers (`RetargetedGraph`)."""
+    executable: object      # the CUgraphExec
+    kernels: list           # (node, params pointing at `values`, values, their pointer array, words)
+    memsets: list           # (node, params, k, offset)
+
+
 class RetargetedGraph:
     """A captured launch sequence launched on other buffers than those it was captured on.
 
@@ -2890,6 +2944,13 @@ class RetargetedGraph:
     into each kept word (cuGraphExecKernelNodeSetParams, which leaves launches
     already queued as they were) and launches the graph: the same kernels on
     other memory of the same sizes and alignments.
+
+    The graph runs as two executable parts (`parts`) where it has a join
+    with at least RETARGET_PREFIX_NODES nodes up to it (`graph_prefix`):
+    the nodes up to it, then the rest, each part a clone of the graph less
+    the other's nodes. The second part's words are rewritten while the GPU
+    runs the first, so that most of a call's host time hides behind its
+    GPU time; elsewhere one part, the graph itself.
 
     Words are matched by value: every buffer lies above 2^32, beyond any of
     the kernels' integer arguments (sizes, strides, columns), and the
@@ -2904,6 +2965,34 @@ class RetargetedGraph:
         ranges = [(t.data_ptr(), t.data_ptr() + t.numel() * t.element_size()) for t in buffers]
         if min(low for low, _ in ranges) < 1 << 32:
             raise NotImplementedError("a buffer below 2^32: its address could be taken for an integer")
+        self.graph = graph          # its memory pool holds what the captured launches allocated
+        self.context = _driver_values(cuda.cuCtxGetCurrent())
+        self.clones = []            # the parts' graphs where the graph is cut
+        self.parts = []
+        raw = cuda.CUgraph(graph.raw_cuda_graph())
+        _, count = _driver_values(cuda.cuGraphGetNodes(raw, 0))
+        nodes, _ = _driver_values(cuda.cuGraphGetNodes(raw, count))
+        count = _driver_values(cuda.cuGraphGetEdges(raw, 0))[-1]      # (from, to, edge data, count)
+        sources, targets = _driver_values(cuda.cuGraphGetEdges(raw, count))[:2]
+        index = {int(node): i for i, node in enumerate(nodes)}
+        edges = [(index[int(a)], index[int(b)]) for a, b in zip(sources, targets)]
+        prefix = graph_prefix(len(nodes), edges, RETARGET_PREFIX_NODES)
+        if prefix is None:
+            self.parts.append(self._part(raw, nodes, ranges))
+            return
+        for kept in (prefix, set(range(len(nodes))) - prefix):
+            clone = _driver_values(cuda.cuGraphClone(raw))
+            self.clones.append(clone)
+            copies = [_driver_values(cuda.cuGraphNodeFindInClone(node, clone)) for node in nodes]
+            for i, copy in enumerate(copies):
+                if i not in kept:
+                    _driver_values(cuda.cuGraphDestroyNode(copy))
+            self.parts.append(self._part(clone, [copies[i] for i in sorted(kept)], ranges))
+
+    @staticmethod
+    def _part(raw, nodes: list, ranges: list[tuple[int, int]]) -> GraphPart:
+        """Graph `raw` (whose nodes are `nodes`) instantiated, with the words of its nodes that point into
+        `ranges`."""
 
         def place(address: int) -> tuple[int, int] | None:
             """(k, offset) of an address inside buffers[k], else None."""
@@ -2912,11 +3001,7 @@ class RetargetedGraph:
                     return k, address - low
             return None
 
-        raw = cuda.CUgraph(graph.raw_cuda_graph())
-        _, count = _driver_values(cuda.cuGraphGetNodes(raw, 0))
-        nodes, _ = _driver_values(cuda.cuGraphGetNodes(raw, count))
-        self.kernels = []       # (node, params pointing at `values`, values, their pointer array, words)
-        self.memsets = []       # (node, params, k, offset)
+        kernels, memsets = [], []
         for node in nodes:
             kind = _driver_values(cuda.cuGraphNodeGetType(node))
             if kind == cuda.CUgraphNodeType.CU_GRAPH_NODE_TYPE_KERNEL:
@@ -2927,45 +3012,51 @@ class RetargetedGraph:
                 addresses = (ctypes.c_void_p * len(sizes)).from_address(int(params.kernelParams))
                 values = [ctypes.create_string_buffer(ctypes.string_at(addresses[i], size), size)
                           for i, size in enumerate(sizes)]
-                words = []      # (parameter, byte offset in it, k, offset into buffers[k])
-                for i, value in enumerate(values):
+                words = []      # (the word in its parameter, k, offset into buffers[k])
+                for value in values:
                     for at in range(0, len(value.raw) - ADDRESS_BYTES + 1, ADDRESS_BYTES):
                         found = place(int.from_bytes(value.raw[at:at + ADDRESS_BYTES], "little"))
                         if found is not None:
-                            words.append((i, at, *found))
+                            words.append((ctypes.c_uint64.from_buffer(value, at), *found))
                 if words:
                     pointers = (ctypes.c_void_p * len(values))(*(ctypes.addressof(v) for v in values))
                     params.kernelParams = ctypes.addressof(pointers)
-                    self.kernels.append((node, params, values, pointers, words))
+                    kernels.append((node, params, values, pointers, words))
             elif kind == cuda.CUgraphNodeType.CU_GRAPH_NODE_TYPE_MEMSET:
                 params = _driver_values(cuda.cuGraphMemsetNodeGetParams(node))
                 found = place(int(params.dst))
                 if found is not None:
-                    self.memsets.append((node, params, *found))
+                    memsets.append((node, params, *found))
             elif kind.name not in PLAIN_GRAPH_NODES:
                 raise NotImplementedError(f"a graph node of type {kind.name}")
-        self.graph = graph          # its memory pool holds what the captured launches allocated
-        self.context = _driver_values(cuda.cuCtxGetCurrent())
         # each kernel at its captured stream's priority (CHAIN_PRIORITY), as torch instantiates graphs
-        self.exec = _driver_values(cuda.cuGraphInstantiate(
+        executable = _driver_values(cuda.cuGraphInstantiate(
             raw, cuda.CUgraphInstantiate_flags.CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY))
+        return GraphPart(executable, kernels, memsets)
 
     def launch(self, others: tuple[torch.Tensor, ...], stream: torch.cuda.Stream) -> None:
         """Queue the graph on `stream` with buffers[k] replaced by others[k] (the same size and alignment)."""
         bases = [t.data_ptr() for t in others]
-        for node, params, values, _, words in self.kernels:
-            for i, at, k, offset in words:
-                ctypes.c_uint64.from_buffer(values[i], at).value = bases[k] + offset
-            _driver_values(cuda.cuGraphExecKernelNodeSetParams(self.exec, node, params))
-        for node, params, k, offset in self.memsets:
-            params.dst = cuda.CUdeviceptr(bases[k] + offset)
-            _driver_values(cuda.cuGraphExecMemsetNodeSetParams(self.exec, node, params, self.context))
-        _driver_values(cuda.cuGraphLaunch(self.exec, cuda.CUstream(stream.cuda_stream)))
+        handle = cuda.CUstream(stream.cuda_stream)
+        for part in self.parts:
+            for node, params, _, _, words in part.kernels:
+                for word, k, offset in words:
+                    word.value = bases[k] + offset
+                _driver_values(cuda.cuGraphExecKernelNodeSetParams(part.executable, node, params))
+            for node, params, k, offset in part.memsets:
+                params.dst = cuda.CUdeviceptr(bases[k] + offset)
+                _driver_values(cuda.cuGraphExecMemsetNodeSetParams(part.executable, node, params, self.context))
+            _driver_values(cuda.cuGraphLaunch(part.executable, handle))
 
     def __del__(self):
-        """The executable graph goes (CUDA frees it after a launch still running); not at interpreter exit."""
-        if getattr(self, "exec", None) is not None and cuda is not None:
-            cuda.cuGraphExecDestroy(self.exec)
+        """The executable parts and the clones go (CUDA frees them after a launch still running); not at
+        interpreter exit."""
+        if cuda is None:
+            return
+        for part in getattr(self, "parts", ()):
+            cuda.cuGraphExecDestroy(part.executable)
+        for clone in getattr(self, "clones", ()):
+            cuda.cuGraphDestroy(clone)
 
 
 class Factorization:

@@ -356,6 +356,17 @@ def test_bound_panels_swap_in_their_own_t_and_column(monkeypatch):
     assert plain == [("panel 3", 96, "stream")]
 
 
+def test_a_graph_is_cut_at_its_first_join_with_enough_nodes_up_to_it():
+    # two streams: 0 -> 1 -> 2 and 3 -> 4, joined by 5, then 6 -> 7 beside 8, both before 9. Node 1 has
+    # two nodes up to it but 3 and 4 neither precede nor follow it; 5 is the first join with at least 2
+    edges = [(0, 1), (1, 2), (3, 4), (2, 5), (4, 5), (5, 6), (6, 7), (5, 8), (7, 9), (8, 9)]
+    assert submission.graph_prefix(10, edges, 2) == {0, 1, 2, 3, 4, 5}
+    assert submission.graph_prefix(10, edges, 6) == {0, 1, 2, 3, 4, 5}
+    assert submission.graph_prefix(10, edges, 7) is None       # only 9, with nothing after it
+    assert submission.graph_prefix(4, [(3, 2), (2, 1), (1, 0)], 2) == {3, 2}
+    assert submission.graph_prefix(4, [(0, 1), (2, 3)], 1) is None      # no node meets the other chain
+
+
 # ---------------------------------------------------------------------------
 # Fallbacks and errors (CPU)
 # ---------------------------------------------------------------------------
@@ -708,11 +719,33 @@ def test_retargeted_graph_runs_its_kernels_on_other_buffers():
     with torch.cuda.graph(graph):
         y[1024:].mul_(2).add_(1)
     retargeted = submission.RetargetedGraph(graph, [y])
-    assert len(retargeted.kernels) == 2 and not retargeted.memsets
+    [part] = retargeted.parts
+    assert len(part.kernels) == 2 and not part.memsets
     z = torch.full_like(y, 3.0)
     retargeted.launch((z,), torch.cuda.current_stream())
     assert torch.equal(z[:1024], torch.full_like(z[:1024], 3.0))
     assert torch.equal(z[1024:], torch.full_like(z[1024:], 7.0))
+    assert torch.equal(y, torch.zeros_like(y))
+
+
+@pytest.mark.gpu
+def test_retargeted_graph_cut_in_two_parts_runs_every_kernel_in_order(monkeypatch):
+    # a chain of 2 * 10 kernels (y := 2 y, then y += 1, ten times) is cut after its 4th node; launched on z,
+    # both parts run on z in order: 3 -> 2 (2 (3 ... ) + 1) + 1 = 4 * 2^10 - 1
+    monkeypatch.setattr(submission, "RETARGET_PREFIX_NODES", 4)
+    y = torch.zeros(4096, device="cuda")
+    graph = torch.cuda.CUDAGraph(keep_graph=True)
+    with torch.cuda.graph(graph):
+        for _ in range(10):
+            y[1024:].mul_(2).add_(1)
+    retargeted = submission.RetargetedGraph(graph, [y])
+    assert [len(part.kernels) for part in retargeted.parts] == [4, 16]
+    z = torch.full_like(y, 3.0)
+    for _ in range(2):      # the second launch rewrites the parameters again, for a fresh buffer
+        retargeted.launch((z,), torch.cuda.current_stream())
+        assert torch.equal(z[:1024], torch.full_like(z[:1024], 3.0))
+        assert torch.equal(z[1024:], torch.full_like(z[1024:], 4.0 * 2 ** 10 - 1))
+        z = torch.full_like(y, 3.0)
     assert torch.equal(y, torch.zeros_like(y))
 
 
@@ -725,6 +758,8 @@ def test_graph_calls_factor_into_fresh_outputs_with_the_replays_bits(batch, n):
     b = reference.generate_input(batch, n, 1, 74, "dense")
     f = submission.Factorization(batch, n, a.device)
     assert not f.eager and f.graph is not None and f.retargeted is not None
+    if n == 1100:           # look-ahead and clusters: a graph of ~100 nodes, cut in two
+        assert len(f.retargeted.parts) == 2
     first = f(a)
     kept = first[0].clone(), first[1].clone()
     second = f(b)

@@ -1,0 +1,84 @@
+"""A graph plan's call three ways, side by side: its graph replayed on its own buffers and h and tau copied
+out (`replay`), launched on fresh outputs as one graph (`whole`), and launched on fresh outputs as the two
+parts it is cut into (`cut`, `RetargetedGraph`); then each way's host time a call with the GPU idle.
+
+    python bench/probe_retarget.py [--shapes 60x1024,40x352] [--rounds 7] [--calls 20]
+
+The three ways share one Factorization (one compile a shape). Timing and
+checks are bench/ab.py's: per benchmark case, every way's output is checked
+once and compared bit for bit with the replay's, then interleaved rounds
+time `[f(x) for x in inputs]` between CUDA events after an L2 flush. The
+host time is the mean over --calls of one call's wall time from a
+synchronized, idle GPU to its return: the part of a call that the GPU
+waits for when the harness times a single input (60x1024).
+"""
+import argparse
+import sys
+import time
+
+import torch
+
+import ab
+import submission
+import utils
+
+
+def factorization_ways(f: submission.Factorization) -> dict:
+    """{name: custom_kernel-like callable} that put f in each way before the call."""
+    saved = submission.RETARGET_PREFIX_NODES
+    submission.RETARGET_PREFIX_NODES = 1 << 30
+    whole = submission.RetargetedGraph(f.graph, [f.h, f.tau])
+    submission.RETARGET_PREFIX_NODES = saved
+    ways = {"replay": None, "whole": whole, "cut": f.retargeted}
+
+    def way(retargeted):
+        def call(data):
+            f.retargeted = retargeted
+            return f(data)
+        return call
+    return {name: way(retargeted) for name, retargeted in ways.items()}
+
+
+def host_times(ways: dict, data: torch.Tensor, calls: int) -> dict:
+    """Mean wall time (us) of one call from an idle GPU, per way."""
+    device = data.device
+    times = {}
+    for name, call in ways.items():
+        total = 0.0
+        for _ in range(calls):
+            utils.synchronize(device)
+            start = time.perf_counter()
+            call(data)
+            total += time.perf_counter() - start
+        utils.synchronize(device)
+        times[name] = total / calls * 1e6
+    return times
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--shapes", default="60x1024,40x352")
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--calls", type=int, default=20)
+    args = parser.parse_args(argv)
+    passed = True
+    for shape in args.shapes.split(","):
+        batch, n = map(int, shape.split("x"))
+        [case] = ab.benchmark_cases({(batch, n)})
+        data = ab.compare._inputs(case.args)[0]
+        f = submission.Factorization(batch, n, data.device)
+        if f.eager or f.retargeted is None:
+            print(f"{shape}: no retargeted graph (eager {f.eager})", flush=True)
+            continue
+        print(f"{shape}: the parts' kernels and words "
+              f"{[(len(p.kernels), sum(len(k[4]) for k in p.kernels)) for p in f.retargeted.parts]}", flush=True)
+        ways = factorization_ways(f)
+        passed &= ab.time_side_by_side([case], ways, args.rounds)
+        hosts = host_times(ways, data, args.calls)
+        print(f"{shape}: host us a call from an idle GPU: "
+              + ", ".join(f"{name} {t:.1f}" for name, t in hosts.items()), flush=True)
+    return 0 if passed else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
