@@ -187,7 +187,7 @@ CAPTURE_MODE = "thread_local"   # other threads' CUDA calls are not captured and
 # ahead of queued update CTAs
 CHAIN_PRIORITY = -1
 CAPTURE_ATTEMPTS = 3        # graph captures tried per shape before it stays on eager launches
-# a graph launched on fresh outputs runs as two parts where a join has at least this many nodes up to it,
+# a graph launched on fresh outputs runs as two parts cut after at least this many nodes (`graph_prefix`),
 # so that the second part's parameters are rewritten while the first runs (`RetargetedGraph`)
 RETARGET_PREFIX_NODES = 16
 # blocked plans whose h holds at least this many bytes per panel launch eagerly into fresh outputs,
@@ -2882,18 +2882,17 @@ def _kernel_parameter_sizes(params) -> list[int]:
 
 
 def graph_prefix(count: int, edges: list[tuple[int, int]], least: int) -> set[int] | None:
-    """The nodes of a DAG (nodes 0..count-1, edges (before, after)) up to its first join with at least
-    `least` nodes up to it, or None where no such join leaves nodes after it.
+    """The nodes of a DAG (nodes 0..count-1, edges (before, after)) up to the first node X, in a
+    topological order (Kahn's, lowest index first), with at least `least` nodes up to it (X and its
+    ancestors) such that every other node follows all of them but perhaps X; None where no such X leaves
+    nodes after it.
 
-    A join is a node X that every other node precedes or follows; the
-    nodes up to X are X and its ancestors. Running them, then the others,
-    keeps every dependency (the others all follow X, which follows the
-    rest) and all of the DAG's concurrency (nothing after X could run
-    before X finished). Joins are taken in a topological order (Kahn's,
-    lowest index first).
+    Running the nodes up to X, then the others, keeps every dependency,
+    and a node after the cut that does not follow X could have run
+    alongside X alone: the cut delays it by at most X's run time (not at
+    all where X is a join, a node that every other precedes or follows).
     """
     before = [0] * count        # ancestors of each node, as bit masks
-    after = [0] * count         # descendants
     preds, succs = [[] for _ in range(count)], [[] for _ in range(count)]
     for a, b in edges:
         preds[b].append(a)
@@ -2912,13 +2911,10 @@ def graph_prefix(count: int, edges: list[tuple[int, int]], least: int) -> set[in
     for node in order:
         for a in preds[node]:
             before[node] |= before[a] | 1 << a
-    for node in reversed(order):
-        for b in succs[node]:
-            after[node] |= after[b] | 1 << b
-    everything = (1 << count) - 1
     for node in order:
         upto = before[node] | 1 << node
-        if upto.bit_count() >= least and upto | after[node] == everything and after[node]:
+        rest = [r for r in range(count) if not upto >> r & 1]
+        if upto.bit_count() >= least and rest and all(upto & ~before[r] & ~(1 << node) == 0 for r in rest):
             return {i for i in range(count) if upto >> i & 1}
     return None
 
@@ -2945,12 +2941,15 @@ class RetargetedGraph:
     already queued as they were) and launches the graph: the same kernels on
     other memory of the same sizes and alignments.
 
-    The graph runs as two executable parts (`parts`) where it has a join
-    with at least RETARGET_PREFIX_NODES nodes up to it (`graph_prefix`):
-    the nodes up to it, then the rest, each part a clone of the graph less
-    the other's nodes. The second part's words are rewritten while the GPU
-    runs the first, so that most of a call's host time hides behind its
-    GPU time; elsewhere one part, the graph itself.
+    The graph runs as two executable parts (`parts`) where `graph_prefix`
+    finds a cut with at least RETARGET_PREFIX_NODES nodes before it: the
+    nodes up to a node X whose cut delays only what could have run
+    alongside X (in a look-ahead schedule, the update of the next panel's
+    columns, beside which the rest update starts late), then the rest; each
+    part a clone of the graph less the other's nodes. The second part's
+    words are rewritten while the GPU runs the first, so that most of a
+    call's host time hides behind its GPU time; elsewhere one part, the
+    graph itself.
 
     Words are matched by value: every buffer lies above 2^32, beyond any of
     the kernels' integer arguments (sizes, strides, columns), and the

@@ -356,15 +356,17 @@ def test_bound_panels_swap_in_their_own_t_and_column(monkeypatch):
     assert plain == [("panel 3", 96, "stream")]
 
 
-def test_a_graph_is_cut_at_its_first_join_with_enough_nodes_up_to_it():
-    # two streams: 0 -> 1 -> 2 and 3 -> 4, joined by 5, then 6 -> 7 beside 8, both before 9. Node 1 has
-    # two nodes up to it but 3 and 4 neither precede nor follow it; 5 is the first join with at least 2
+def test_a_graph_is_cut_where_the_rest_follows_every_node_before_it_but_the_last():
+    # two streams: 0 -> 1 -> 2 and 3 -> 4, joined by 5, then 6 -> 7 beside 8, both before 9
     edges = [(0, 1), (1, 2), (3, 4), (2, 5), (4, 5), (5, 6), (6, 7), (5, 8), (7, 9), (8, 9)]
+    # cut after 1, 3 could run alongside 0 and 1; 5 is a join
     assert submission.graph_prefix(10, edges, 2) == {0, 1, 2, 3, 4, 5}
     assert submission.graph_prefix(10, edges, 6) == {0, 1, 2, 3, 4, 5}
-    assert submission.graph_prefix(10, edges, 7) is None       # only 9, with nothing after it
+    assert submission.graph_prefix(10, edges, 7) == {0, 1, 2, 3, 4, 5, 6}     # 8 could run alongside 6 alone
+    assert submission.graph_prefix(10, edges, 8) is None    # after 7, 8 could run alongside 6 and 7
     assert submission.graph_prefix(4, [(3, 2), (2, 1), (1, 0)], 2) == {3, 2}
-    assert submission.graph_prefix(4, [(0, 1), (2, 3)], 1) is None      # no node meets the other chain
+    # chains that never meet: the other chain could run alongside every node of a cut
+    assert submission.graph_prefix(6, [(0, 1), (1, 2), (3, 4), (4, 5)], 2) is None
 
 
 # ---------------------------------------------------------------------------
