@@ -2986,6 +2986,9 @@ class RetargetedGraph:
             for i, copy in enumerate(copies):
                 if i not in kept:
                     _driver_values(cuda.cuGraphDestroyNode(copy))
+                elif _driver_values(cuda.cuGraphNodeGetType(copy)) == cuda.CUgraphNodeType.CU_GRAPH_NODE_TYPE_KERNEL:
+                    # the launch attributes too (the captured priority): cuGraphClone documents only parameters
+                    _driver_values(cuda.cuGraphKernelNodeCopyAttributes(copy, nodes[i]))
             self.parts.append(self._part(clone, [copies[i] for i in sorted(kept)], ranges))
 
     @staticmethod
