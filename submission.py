@@ -2693,6 +2693,16 @@ def schedule(batch: int, n: int, end: int, lookahead: bool, sms: int) -> list[St
     return steps
 
 
+def staged_columns(steps: list[Step], width: int) -> int | None:
+    """Columns of the input that a call reading it (`Factorization.reads_input`) stages into h: the first
+    panel's and those of the first step's split updates; the first step's fused updates read the others
+    from the input. None where the first step has no fused rest update (the call stages all of them)."""
+    first = steps[0]
+    if first.rest is None or not first.rest.fused:
+        return None
+    return max([width] + [u.col_hi for u in (first.inner, first.next) if u is not None and not u.fused])
+
+
 def merging_panels(steps: list[Step]) -> dict[int, int]:
     """The pairs' second panels, which write their pair's merged T: panel index -> the parity of its step
     (the merged T's buffer)."""
@@ -2833,8 +2843,9 @@ def _apply_block_reflector(h, y, t, c: int, width: int, update: Update, source=N
 
     One launch when the update is `fused`; otherwise V^T C is summed over
     row splits into `y` and a second launch applies it. With `source` =
-    (a, size) a fused update of the first panel reads C from the contiguous
-    input a, lifted by the matrix sizes (see `_wy_update_kernel`).
+    (a, size) a fused update of the first step reads C from the contiguous
+    input a, lifted by the matrix sizes (see `_wy_update_kernel`); a split
+    one reads h, where its columns were staged (`staged_columns`).
     """
     batch, n, _ = h.shape
     rows = n - c
@@ -2848,7 +2859,6 @@ def _apply_block_reflector(h, y, t, c: int, width: int, update: Update, source=N
         _launch(_wy_update_kernel, (col_tiles, batch), h, t, a, size, *sizes, **fused,
                 FROM_INPUT=source is not None)
         return
-    assert source is None, "only a fused update reads C from the input"
     rows_per_split = triton.cdiv(triton.cdiv(rows, update.splits), TRAIL_BLOCK_M) * TRAIL_BLOCK_M
     splits = triton.cdiv(rows, rows_per_split)
     strides = (y.stride(0), y.stride(1), y.stride(2))
@@ -3086,11 +3096,13 @@ class Factorization:
     cluster scratch and V^T C partials for blocked plans. Blocked plans stage
     the input with a kernel that also finds each matrix's largest entry, so
     that tiny matrices are lifted before the tensor-core updates (`_lift`).
-    An eager call whose first panel's update is one fused launch
-    (`reads_input`) stages only the first panel's columns of a contiguous
-    input: that update reads the rest from the input itself, which saves
-    writing a staged copy of the matrices per call (the staging kernel still
-    reads them all for their largest entries). With `lookahead` (by default
+    A call whose first step updates the rest of the matrix in one fused
+    launch (`reads_input`) stages only the `staged` columns of a contiguous
+    input (`staged_columns`): the first step's fused updates read the
+    others from the input itself, which saves writing a staged copy of the
+    matrices per call (the staging kernel still reads them all for their
+    largest entries); a graph call's input is a third buffer its graph is
+    retargeted to. With `lookahead` (by default
     where `looks_ahead`) the trailing updates run partly on a side stream
     (see `launch`).
     """
@@ -3116,7 +3128,7 @@ class Factorization:
             self.steps = [Step(0, False, None, None, None)]
             self.t_pair = None
             buffers = [self.t]
-            self.reads_input = self.eager
+            self.reads_input, self.staged = self.eager, None
         else:
             self.size = torch.zeros(batch, **zeros)         # max |a[b]|, reset to 0 at the end of launch()
             self.t = torch.zeros((2, batch, width, width), **zeros)     # T of single panels and pairs' first, by parity
@@ -3134,9 +3146,8 @@ class Factorization:
                 for updates in ([u for step in self.steps for u in (step.inner, step.next)],
                                 [step.rest for step in self.steps]))
             self.side = torch.cuda.Stream(device) if self.lookahead else None
-            first = self.steps[0]
-            self.reads_input = (self.eager and first.next is None and first.rest.fused
-                                and (first.inner is None or first.inner.fused))
+            self.staged = staged_columns(self.steps, width)
+            self.reads_input = self.staged is not None
             buffers = [self.size, self.t, scratch, self.y_next, self.y_rest]
             buffers += [self.t_pair] if pairs else []
         if not self.eager:
@@ -3221,21 +3232,28 @@ class Factorization:
     def _capture(self) -> torch.cuda.CUDAGraph | None:
         """The launch sequence as a CUDA graph, or None if another thread's CUDA call broke the capture.
         With look-ahead, captured on the `chain` stream (torch's own capture stream otherwise). Sets
-        `retargeted`, the graph as a RetargetedGraph over h and tau, or None where that cannot be done (then
-        the graph is instantiated for replays)."""
+        `retargeted`, the graph as a RetargetedGraph over h, tau and, where `reads_input`, a stand-in for
+        the input (one float, never read: each call's launch points the graph at its input instead). Where
+        the graph cannot be retargeted, `retargeted` is None and the graph is instantiated for replays,
+        captured again without the stand-in (`reads_input` cleared) if it had one."""
         self.captures_left -= 1
         self.retargeted = None
         stream = torch.cuda.current_stream()
         graph = torch.cuda.CUDAGraph(keep_graph=True)
+        stand_in = torch.empty(1, device=self.h.device) if self.reads_input else None
         try:
             with torch.cuda.graph(graph, stream=self.chain, capture_error_mode=CAPTURE_MODE):
-                self.launch()
+                self.launch(source=stand_in)
         except Exception:       # the same launches ran eagerly before (the first run, or the last call)
             torch.cuda.set_stream(stream)       # a failed capture_end leaves the capture stream current
             return None
         try:
-            self.retargeted = RetargetedGraph(graph, [self.h, self.tau])
+            self.retargeted = RetargetedGraph(graph, [self.h, self.tau] + ([stand_in] if self.reads_input else []))
         except (NotImplementedError, RuntimeError):
+            if self.reads_input:
+                self.reads_input = False
+                self.captures_left += 1
+                return self._capture()
             graph.instantiate()
         return graph
 
@@ -3252,7 +3270,7 @@ class Factorization:
         """Queue the factorization of h in place, tau into tau (by default the graph's buffers self.h and
         self.tau), on the current stream (and, with look-ahead, a side stream). With `source` (only where
         `reads_input`), an eager square kernel reads its input from source (h is only written), and a
-        blocked plan's h holds the first panel's columns, the first step's updates reading the others from
+        blocked plan's h holds the `staged` columns, the first step's fused updates reading the others from
         source.
 
         With look-ahead, panel k's reflector updates the next panel's columns
@@ -3279,7 +3297,7 @@ class Factorization:
             cute_args = self._cute_args(h, tau)
         bound = self._bind_panels(cute_args[0], stream)
         if not self.plan.square:
-            _lift(h, self.size, inverse=False, col_end=None if source is None else self.plan.width)
+            _lift(h, self.size, inverse=False, col_end=None if source is None else self.staged)
         if self.lookahead:
             self.side.wait_stream(main)
         W = self.plan.width
@@ -3297,13 +3315,13 @@ class Factorization:
             if step.next:
                 if rest_done is not None:
                     main.wait_event(rest_done)
-                _apply_block_reflector(h, self.y_next, t, step.c, width, step.next)
+                _apply_block_reflector(h, self.y_next, t, step.c, width, step.next, step_source)
             if step.rest and not self.lookahead:
                 _apply_block_reflector(h, self.y_rest, t, step.c, width, step.rest, step_source)
             elif step.rest:
                 self.side.wait_event(reflector_done)
                 with torch.cuda.stream(self.side):
-                    _apply_block_reflector(h, self.y_rest, t, step.c, width, step.rest)
+                    _apply_block_reflector(h, self.y_rest, t, step.c, width, step.rest, step_source)
                 rest_done = self.side.record_event()
         if self.lookahead:
             main.wait_stream(self.side)
@@ -3342,15 +3360,19 @@ class Factorization:
             out = data.new_empty((batch, n, n)), data.new_empty((batch, n))
             source = data if self.reads_input and data.is_contiguous() else None
             if source is None or not self.plan.square:
-                self.stage(data, out[0], None if source is None else self.plan.width)
+                self.stage(data, out[0], None if source is None else self.staged)
             self.launch(*out, source)
             return out
         if self.graph is None and self.captures_left > 0:
             self.graph = self._capture()
-        if self.retargeted is not None:
+        if self.retargeted is not None:         # its graph reads the input where `reads_input`
             out = data.new_empty((batch, n, n)), data.new_empty((batch, n))
-            self.stage(data, out[0])
-            self.retargeted.launch(out, torch.cuda.current_stream())
+            source = None
+            if self.reads_input:        # as the graph's kernels were captured: contiguous, 16-byte aligned
+                aligned = data.is_contiguous() and data.data_ptr() % 16 == 0
+                source = data if aligned else data.clone(memory_format=torch.contiguous_format)
+            self.stage(data, out[0], None if source is None else self.staged)
+            self.retargeted.launch(out if source is None else (*out, source), torch.cuda.current_stream())
             return out
         self.stage(data, self.h)
         if self.graph is None:

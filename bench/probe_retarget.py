@@ -1,16 +1,19 @@
-"""A graph plan's call three ways, side by side: its graph replayed on its own buffers and h and tau copied
-out (`replay`), launched on fresh outputs as one graph (`whole`), and launched on fresh outputs as the two
-parts it is cut into (`cut`, `RetargetedGraph`); then each way's host time a call with the GPU idle.
+"""A graph plan's call four ways, side by side: its graph replayed on its own buffers and h and tau copied
+out (`replay`), launched on fresh outputs as one graph (`whole`), as the two parts it is cut into (`cut`,
+`RetargetedGraph`), and cut with the first step's fused updates reading the input (`source`, where the
+plan `reads_input`); then each way's host time a call with the GPU idle.
 
     python bench/probe_retarget.py [--shapes 60x1024,40x352] [--rounds 7] [--calls 20]
 
-The three ways share one Factorization (one compile a shape). Timing and
-checks are bench/ab.py's: per benchmark case, every way's output is checked
-once and compared bit for bit with the replay's, then interleaved rounds
-time `[f(x) for x in inputs]` between CUDA events after an L2 flush. The
-host time is the mean over --calls of one call's wall time from a
-synchronized, idle GPU to its return: the part of a call that the GPU
-waits for when the harness times a single input (60x1024).
+The first three ways share a Factorization built with `staged_columns`
+None (every column staged), the fourth has its own; the panel kernels
+compile once a shape. Timing and checks are bench/ab.py's: per benchmark
+case, every way's output is checked once and compared bit for bit with the
+replay's, then interleaved rounds time `[f(x) for x in inputs]` between
+CUDA events after an L2 flush. The host time is the mean over --calls of
+one call's wall time from a synchronized, idle GPU to its return: the part
+of a call that the GPU waits for when the harness times a single input
+(60x1024).
 """
 import argparse
 import sys
@@ -23,20 +26,31 @@ import submission
 import utils
 
 
-def factorization_ways(f: submission.Factorization) -> dict:
-    """{name: custom_kernel-like callable} that put f in each way before the call."""
+def factorization_ways(batch: int, n: int, device: torch.device) -> dict:
+    """{name: custom_kernel-like callable} for each way that the shape's graph can take."""
+    reading = submission.Factorization(batch, n, device)
+    saved = submission.staged_columns
+    submission.staged_columns = lambda steps, width: None
+    f = submission.Factorization(batch, n, device)
+    submission.staged_columns = saved
+    if f.eager or f.retargeted is None:
+        return {}
     saved = submission.RETARGET_PREFIX_NODES
     submission.RETARGET_PREFIX_NODES = 1 << 30
     whole = submission.RetargetedGraph(f.graph, [f.h, f.tau])
     submission.RETARGET_PREFIX_NODES = saved
-    ways = {"replay": None, "whole": whole, "cut": f.retargeted}
+    print(f"{batch}x{n}: the cut parts' kernels and words "
+          f"{[(len(p.kernels), sum(len(k[4]) for k in p.kernels)) for p in f.retargeted.parts]}", flush=True)
 
     def way(retargeted):
         def call(data):
             f.retargeted = retargeted
             return f(data)
         return call
-    return {name: way(retargeted) for name, retargeted in ways.items()}
+    ways = {"replay": way(None), "whole": way(whole), "cut": way(f.retargeted)}
+    if reading.reads_input:
+        ways["source"] = reading
+    return ways
 
 
 def host_times(ways: dict, data: torch.Tensor, calls: int) -> dict:
@@ -66,13 +80,10 @@ def main(argv: list[str]) -> int:
         batch, n = map(int, shape.split("x"))
         [case] = ab.benchmark_cases({(batch, n)})
         data = ab.compare._inputs(case.args)[0]
-        f = submission.Factorization(batch, n, data.device)
-        if f.eager or f.retargeted is None:
-            print(f"{shape}: no retargeted graph (eager {f.eager})", flush=True)
+        ways = factorization_ways(batch, n, data.device)
+        if not ways:
+            print(f"{shape}: no retargeted graph", flush=True)
             continue
-        print(f"{shape}: the parts' kernels and words "
-              f"{[(len(p.kernels), sum(len(k[4]) for k in p.kernels)) for p in f.retargeted.parts]}", flush=True)
-        ways = factorization_ways(f)
         passed &= ab.time_side_by_side([case], ways, args.rounds)
         hosts = host_times(ways, data, args.calls)
         print(f"{shape}: host us a call from an idle GPU: "

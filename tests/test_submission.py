@@ -224,11 +224,12 @@ class _Stream:
         self.wait_event(other.clock)
 
 
-def _queued_kernels(batch: int, n: int, end: int, lookahead: bool, monkeypatch) -> tuple[list, list[dict]]:
+def _queued_kernels(batch: int, n: int, end: int, lookahead: bool, monkeypatch) -> tuple[list, list[dict], int]:
     """Run `Factorization.launch` of a plan of (batch, n) that hands columns from `end` to the
-    square kernel, on the CPU: streams are vector clocks, and each kernel is recorded with its stream,
-    its clock, the data it reads and writes (columns of h, T buffers, V^T C partials) and, for an update,
-    the panels whose reflectors it applies."""
+    square kernel, on the CPU, reading its input where it can (`staged_columns`, returned): streams are
+    vector clocks, and each kernel is recorded with its stream, its clock, the data it reads and writes
+    (columns of h, T buffers, V^T C partials) and, for an update, the panels whose reflectors it applies
+    and whether it reads the input."""
     W = submission.PANEL_WIDTH
     current = [_Stream("main")]
     kernels = []
@@ -243,11 +244,11 @@ def _queued_kernels(batch: int, n: int, end: int, lookahead: bool, monkeypatch) 
         def __exit__(self, *_):
             current[0] = self.outer
 
-    def queue(kind, reads, writes, reflectors=()):
+    def queue(kind, reads, writes, reflectors=(), from_input=False):
         stream = current[0]
         stream.clock[stream.name] = stream.clock.get(stream.name, 0) + 1
         kernels.append(dict(kind=kind, stream=stream.name, clock=dict(stream.clock), reads=set(reads) | set(writes),
-                            writes=set(writes), reflectors=list(reflectors)))
+                            writes=set(writes), reflectors=list(reflectors), from_input=from_input))
 
     def columns(lo, hi):
         return {("h", j) for j in range(lo, min(hi, n))}
@@ -255,7 +256,7 @@ def _queued_kernels(batch: int, n: int, end: int, lookahead: bool, monkeypatch) 
     def apply(h, y, t, c, width, update, source=None):
         queue(("update", c), columns(c, c + width) | {("buffer", t.data_ptr())},
               columns(update.col_lo, update.col_hi) | ({("buffer", y.data_ptr())} if not update.fused else set()),
-              range(c // W, (c + width) // W))
+              range(c // W, (c + width) // W), source is not None and update.fused)
 
     def panel(t, c, stream):
         # a panel writes its T (or, the second of a pair, the pair's T) and leaves its T in the scratch,
@@ -268,6 +269,7 @@ def _queued_kernels(batch: int, n: int, end: int, lookahead: bool, monkeypatch) 
     f.plan = submission.Plan(False, W, n, 2, 512, True)
     f.lookahead, f.tail = lookahead, (None if end == n else end)
     f.steps = submission.schedule(batch, n, end, lookahead, H200_SMS)
+    f.staged = submission.staged_columns(f.steps, W)
     f.t, f.t_pair = torch.zeros((2, batch, W, W)), torch.zeros((2, batch, 2 * W, 2 * W))
     f.y_next, f.y_rest = torch.zeros(1), torch.zeros(1)
     f.size, f.side = torch.zeros(batch), (_Stream("side") if lookahead else None)     # as the constructor
@@ -280,12 +282,13 @@ def _queued_kernels(batch: int, n: int, end: int, lookahead: bool, monkeypatch) 
     monkeypatch.setattr(torch.cuda, "current_stream", lambda *args: current[0])
     monkeypatch.setattr(torch.cuda, "stream", _On)
     monkeypatch.setattr(submission, "_apply_block_reflector", apply)
-    monkeypatch.setattr(submission, "_lift", lambda h, size, inverse, col_end=None: queue("lift", (), columns(0, n)))
+    monkeypatch.setattr(submission, "_lift", lambda h, size, inverse, col_end=None:
+                        queue("lift", (), columns(0, n if col_end is None else col_end)))
     monkeypatch.setattr(submission, "_square_pointer_args", lambda *args: ())
     monkeypatch.setattr(submission, "cuda", types.SimpleNamespace(CUstream=lambda handle: None), raising=False)
     monkeypatch.setattr(submission, "cutlass", types.SimpleNamespace(Int32=int), raising=False)
-    f.launch(torch.zeros((batch, n, n)), torch.zeros((batch, n)))
-    return f.steps, kernels
+    f.launch(torch.zeros((batch, n, n)), torch.zeros((batch, n)), None if f.staged is None else torch.zeros(1))
+    return f.steps, kernels, f.staged
 
 
 @pytest.mark.parametrize("lookahead", [True, False])
@@ -301,7 +304,7 @@ def test_launch_updates_every_column_once_in_order_without_races(batch, n, end, 
         monkeypatch.setattr(submission, "PAIR_MIN_TILES", 0)
         monkeypatch.setattr(submission, "TRAIL_FUSE_PROGRAMS", 0)
     W = submission.PANEL_WIDTH
-    steps, kernels = _queued_kernels(batch, n, end, lookahead, monkeypatch)
+    steps, kernels, staged = _queued_kernels(batch, n, end, lookahead, monkeypatch)
     pairs = [step.pair for step in steps]
     assert pairs == sorted(pairs, reverse=True)                 # pairs first, then single panels
     assert [step.c for step in steps] == [sum(2 * W if pair else W for pair in pairs[:i]) for i in range(len(steps))]
@@ -328,6 +331,10 @@ def test_launch_updates_every_column_once_in_order_without_races(batch, n, end, 
                 applied[j] += kernel["reflectors"]
     assert all(applied[j] == list(range(j // W)) for j in range(end))
     assert all(applied[j] == list(range(-(-end // W))) for j in range(end, n))
+    # a call that reads its input stages the columns below `staged`: the first kernel on each other column
+    # reads it from the input
+    for j in range(n if staged is None else staged, n):
+        assert next(kernel for kernel in kernels if ("h", j) in kernel["reads"])["from_input"], j
 
 
 def test_bound_panels_swap_in_their_own_t_and_column(monkeypatch):
@@ -752,25 +759,29 @@ def test_retargeted_graph_cut_in_two_parts_runs_every_kernel_in_order(monkeypatc
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("batch,n", [(3, 100), (3, 300), (2, 1100)])
-def test_graph_calls_factor_into_fresh_outputs_with_the_replays_bits(batch, n):
-    # a graph plan's call launches its graph on fresh outputs (`RetargetedGraph`): the bits of a replay on the
-    # graph's own buffers, and an earlier call's outputs stay as they were through later calls
+@pytest.mark.parametrize("batch,n", [(3, 100), (3, 300), (2, 1100), (40, 1024)])
+def test_graph_calls_factor_into_fresh_outputs_with_the_bits_of_eager_launches(batch, n):
+    # a graph plan's call launches its graph on fresh outputs (`RetargetedGraph`), at 40x1024 reading the
+    # input past the staged columns: the bits of the same launches run eagerly, and an earlier call's
+    # outputs stay as they were through later calls
     a = reference.generate_input(batch, n, 1, 73, "dense")
     b = reference.generate_input(batch, n, 1, 74, "dense")
     f = submission.Factorization(batch, n, a.device)
     assert not f.eager and f.graph is not None and f.retargeted is not None
-    if n == 1100:           # look-ahead and clusters: a graph of ~100 nodes, cut in two
+    assert f.reads_input == (n == 1024)
+    if n >= 1024:           # look-ahead: a graph of ~70-100 kernels, cut in two
         assert len(f.retargeted.parts) == 2
     first = f(a)
     kept = first[0].clone(), first[1].clone()
     second = f(b)
     assert first[0].data_ptr() not in (f.h.data_ptr(), second[0].data_ptr())
     assert torch.equal(first[0], kept[0]) and torch.equal(first[1], kept[1])
-    retargeted, f.retargeted = f.retargeted, None
-    replayed = f(a)             # staged into h, replayed, copied out
-    f.retargeted = retargeted
-    assert torch.equal(first[0], replayed[0]) and torch.equal(first[1], replayed[1])
+    h, tau = torch.empty_like(a), a.new_empty((batch, n))
+    f.stage(a, h, f.staged if f.reads_input else None)
+    f.launch(h, tau, a if f.reads_input else None)
+    assert torch.equal(first[0], h) and torch.equal(first[1], tau)
+    shifted = a.new_empty(a.numel() + 1)[1:].view_as(a).copy_(a)      # off 16-byte alignment: read from a copy
+    assert all(map(torch.equal, f(shifted), first))
     assert_factors(a, first)
     assert_factors(b, second)
 
