@@ -649,20 +649,26 @@ def test_lookahead_graph_captures_its_chain_above_its_trailing_updates(monkeypat
     monkeypatch.setattr(torch.cuda, "graph", recording_graph)
     f.graph = f._capture()
     assert captured == [f.chain]
-    raw = cuda.CUgraph(f.graph.raw_cuda_graph())
-    error, _, count = cuda.cuGraphGetNodes(raw, 0)
-    error, nodes, count = cuda.cuGraphGetNodes(raw, count)
-    assert error == cuda.CUresult.CUDA_SUCCESS
-    priorities = []
-    for node in nodes:
-        if cuda.cuGraphNodeGetType(node)[1] == cuda.CUgraphNodeType.CU_GRAPH_NODE_TYPE_KERNEL:
-            priority = cuda.CUkernelNodeAttrID.CU_LAUNCH_ATTRIBUTE_PRIORITY
-            error, value = cuda.cuGraphKernelNodeGetAttribute(node, priority)
-            assert error == cuda.CUresult.CUDA_SUCCESS
-            priorities.append(value.priority)
+
+    def kernel_priorities(graph) -> list[int]:
+        error, _, count = cuda.cuGraphGetNodes(graph, 0)
+        error, nodes, count = cuda.cuGraphGetNodes(graph, count)
+        assert error == cuda.CUresult.CUDA_SUCCESS
+        priorities = []
+        for node in nodes:
+            if cuda.cuGraphNodeGetType(node)[1] == cuda.CUgraphNodeType.CU_GRAPH_NODE_TYPE_KERNEL:
+                priority = cuda.CUkernelNodeAttrID.CU_LAUNCH_ATTRIBUTE_PRIORITY
+                error, value = cuda.cuGraphKernelNodeGetAttribute(node, priority)
+                assert error == cuda.CUresult.CUDA_SUCCESS
+                priorities.append(value.priority)
+        return priorities
+
+    priorities = kernel_priorities(cuda.CUgraph(f.graph.raw_cuda_graph()))
     assert set(priorities) == {f.chain.priority, f.side.priority}
     rests = sum(step.rest is not None for step in f.steps)
     assert priorities.count(f.chain.priority) >= len(f.panels) and priorities.count(f.side.priority) >= rests
+    # the two parts the graph is cut into keep them (`RetargetedGraph`)
+    assert sorted(sum(map(kernel_priorities, f.retargeted.clones), [])) == sorted(priorities)
     assert_factors(a, f(a))     # the graph, launched on fresh outputs
 
 
@@ -762,9 +768,10 @@ def test_retargeted_graph_cut_in_two_parts_runs_every_kernel_in_order(monkeypatc
 @pytest.mark.parametrize("batch,n", [(3, 100), (3, 300), (2, 1100), (40, 1024)])
 def test_graph_calls_factor_into_fresh_outputs_with_the_bits_of_eager_launches(batch, n):
     # a graph plan's call launches its graph on fresh outputs (`RetargetedGraph`), at 40x1024 reading the
-    # input past the staged columns: the bits of the same launches run eagerly, and an earlier call's
-    # outputs stay as they were through later calls
+    # input past the staged columns (lifting the tiny matrix as it reads it): the bits of the same launches
+    # run eagerly, and an earlier call's outputs stay as they were through later calls
     a = reference.generate_input(batch, n, 1, 73, "dense")
+    a[0] *= 1e-30
     b = reference.generate_input(batch, n, 1, 74, "dense")
     f = submission.Factorization(batch, n, a.device)
     assert not f.eager and f.graph is not None and f.retargeted is not None
@@ -782,7 +789,8 @@ def test_graph_calls_factor_into_fresh_outputs_with_the_bits_of_eager_launches(b
     assert torch.equal(first[0], h) and torch.equal(first[1], tau)
     shifted = a.new_empty(a.numel() + 1)[1:].view_as(a).copy_(a)      # off 16-byte alignment: read from a copy
     assert all(map(torch.equal, f(shifted), first))
-    assert_factors(a, first)
+    assert_factors(a[:1], (first[0][:1], first[1][:1]))
+    assert_factors(a[1:], (first[0][1:], first[1][1:]))
     assert_factors(b, second)
 
 
