@@ -531,10 +531,10 @@ def _wy_update_kernel(
     The program reads its column strip twice (V^T C top to bottom, then the
     update bottom to top, so that the rows read last, the likeliest still in
     L2, are read again first) and writes nothing but C: no V^T C round trip
-    through memory and one launch instead of two. With FROM_INPUT (the first
-    panel's update, c = 0) C is read from the input A (contiguous) and lifted
-    as `_lift_kernel` lifts H: C = 2^k_b A[b, :, cols], so that only the first
-    panel's columns of A need a staged copy in H.
+    through memory and one launch instead of two. With FROM_INPUT (a fused
+    update of the first step, c = 0) C is read from the input A (contiguous)
+    and lifted as `_lift_kernel` lifts H: C = 2^k_b A[b, :, cols], so that
+    the columns it updates need no staged copy in H (`staged_columns`).
     """
     pid_n = tl.program_id(0)
     b = tl.program_id(1)
@@ -3249,12 +3249,17 @@ class Factorization:
             return None
         try:
             self.retargeted = RetargetedGraph(graph, [self.h, self.tau] + ([stand_in] if self.reads_input else []))
-        except (NotImplementedError, RuntimeError):
-            if self.reads_input:
-                self.reads_input = False
-                self.captures_left += 1
-                return self._capture()
+            return graph
+        except Exception:       # a node or driver it cannot handle (NotImplementedError), a driver error
+            pass
+        if self.reads_input:
+            self.reads_input = False
+            self.captures_left += 1
+            return self._capture()
+        try:
             graph.instantiate()
+        except Exception:
+            return None
         return graph
 
     def stage(self, data: torch.Tensor, h: torch.Tensor, col_end: int | None = None) -> None:
@@ -3367,12 +3372,17 @@ class Factorization:
             self.graph = self._capture()
         if self.retargeted is not None:         # its graph reads the input where `reads_input`
             out = data.new_empty((batch, n, n)), data.new_empty((batch, n))
-            source = None
-            if self.reads_input:        # as the graph's kernels were captured: contiguous, 16-byte aligned
+            buffers = out
+            if self.reads_input:
+                # the graph's fused first updates read a source as captured, contiguous and 16-byte aligned;
+                # another input is staged whole and out[0] is the source (the columns from `staged` on are
+                # not lifted before their first update reads them, as in the first run)
                 aligned = data.is_contiguous() and data.data_ptr() % 16 == 0
-                source = data if aligned else data.clone(memory_format=torch.contiguous_format)
-            self.stage(data, out[0], None if source is None else self.staged)
-            self.retargeted.launch(out if source is None else (*out, source), torch.cuda.current_stream())
+                self.stage(data, out[0], self.staged if aligned else None)
+                buffers = (*out, data if aligned else out[0])
+            else:
+                self.stage(data, out[0])
+            self.retargeted.launch(buffers, torch.cuda.current_stream())
             return out
         self.stage(data, self.h)
         if self.graph is None:

@@ -18,6 +18,7 @@ of a call that the GPU waits for when the harness times a single input
 import argparse
 import sys
 import time
+from unittest import mock
 
 import torch
 
@@ -29,16 +30,12 @@ import utils
 def factorization_ways(batch: int, n: int, device: torch.device) -> dict:
     """{name: custom_kernel-like callable} for each way that the shape's graph can take."""
     reading = submission.Factorization(batch, n, device)
-    saved = submission.staged_columns
-    submission.staged_columns = lambda steps, width: None
-    f = submission.Factorization(batch, n, device)
-    submission.staged_columns = saved
+    with mock.patch.object(submission, "staged_columns", lambda steps, width: None):
+        f = submission.Factorization(batch, n, device)
     if f.eager or f.retargeted is None:
         return {}
-    saved = submission.RETARGET_PREFIX_NODES
-    submission.RETARGET_PREFIX_NODES = 1 << 30
-    whole = submission.RetargetedGraph(f.graph, [f.h, f.tau])
-    submission.RETARGET_PREFIX_NODES = saved
+    with mock.patch.object(submission, "RETARGET_PREFIX_NODES", 1 << 30):
+        whole = submission.RetargetedGraph(f.graph, [f.h, f.tau])
     print(f"{batch}x{n}: the cut parts' kernels and words "
           f"{[(len(p.kernels), sum(len(k[4]) for k in p.kernels)) for p in f.retargeted.parts]}", flush=True)
 

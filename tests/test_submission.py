@@ -335,6 +335,7 @@ def test_launch_updates_every_column_once_in_order_without_races(batch, n, end, 
     # reads it from the input
     for j in range(n if staged is None else staged, n):
         assert next(kernel for kernel in kernels if ("h", j) in kernel["reads"])["from_input"], j
+    assert all(kernel["kind"] == ("update", 0) for kernel in kernels if kernel["from_input"])
 
 
 def test_bound_panels_swap_in_their_own_t_and_column(monkeypatch):
@@ -765,18 +766,26 @@ def test_retargeted_graph_cut_in_two_parts_runs_every_kernel_in_order(monkeypatc
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("batch,n", [(3, 100), (3, 300), (2, 1100), (40, 1024)])
-def test_graph_calls_factor_into_fresh_outputs_with_the_bits_of_eager_launches(batch, n):
+@pytest.mark.parametrize("batch,n,retargets", [(3, 100, True), (3, 300, True), (2, 1100, True), (40, 1024, True),
+                                               (40, 1024, False)])
+def test_graph_calls_factor_into_fresh_outputs_with_the_bits_of_eager_launches(batch, n, retargets, monkeypatch):
     # a graph plan's call launches its graph on fresh outputs (`RetargetedGraph`), at 40x1024 reading the
     # input past the staged columns (lifting the tiny matrix as it reads it): the bits of the same launches
-    # run eagerly, and an earlier call's outputs stay as they were through later calls
+    # run eagerly, and an earlier call's outputs stay as they were through later calls. Where the graph
+    # cannot be retargeted, it is captured again staging every column and replayed: the same bits
+    def unsupported(graph, buffers):
+        raise NotImplementedError("a driver that cannot retarget")
+
+    if not retargets:
+        monkeypatch.setattr(submission, "RetargetedGraph", unsupported)
     a = reference.generate_input(batch, n, 1, 73, "dense")
     a[0] *= 1e-30
     b = reference.generate_input(batch, n, 1, 74, "dense")
     f = submission.Factorization(batch, n, a.device)
-    assert not f.eager and f.graph is not None and f.retargeted is not None
-    assert f.reads_input == (n == 1024)
-    if n >= 1024:           # look-ahead: a graph of ~70-100 kernels, cut in two
+    assert not f.eager and f.graph is not None and (f.retargeted is not None) == retargets
+    assert f.reads_input == (n == 1024 and retargets)
+    assert f.captures_left == submission.CAPTURE_ATTEMPTS - 1
+    if n >= 1024 and retargets:     # look-ahead: a graph of ~70-100 kernels, cut in two
         assert len(f.retargeted.parts) == 2
     first = f(a)
     kept = first[0].clone(), first[1].clone()
@@ -787,7 +796,7 @@ def test_graph_calls_factor_into_fresh_outputs_with_the_bits_of_eager_launches(b
     f.stage(a, h, f.staged if f.reads_input else None)
     f.launch(h, tau, a if f.reads_input else None)
     assert torch.equal(first[0], h) and torch.equal(first[1], tau)
-    shifted = a.new_empty(a.numel() + 1)[1:].view_as(a).copy_(a)      # off 16-byte alignment: read from a copy
+    shifted = a.new_empty(a.numel() + 1)[1:].view_as(a).copy_(a)      # off 16-byte alignment: staged whole
     assert all(map(torch.equal, f(shifted), first))
     assert_factors(a[:1], (first[0][:1], first[1][:1]))
     assert_factors(a[1:], (first[0][1:], first[1][1:]))
