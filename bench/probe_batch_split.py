@@ -1,0 +1,81 @@
+"""A batch factored as equal parts, each by its own Factorization, on one stream or on a stream each, side
+by side with the whole batch (GPU).
+
+    python bench/probe_batch_split.py [--shapes 640x512] [--parts 2,4] [--rounds 7]
+
+The question: 640x512's panels run in two waves (640 panels of 512 x 32
+floats do not fit the SMs' shared memory at once), the second ~60% full,
+and its panels leave DRAM idle while its updates leave shared memory idle.
+Parts on a stream each run as independent factorizations, so one part's
+updates can fill the SMs another part's panels leave, with no dependency
+between them. The same parts on one stream tell what the smaller batch's
+plan alone changes. Each part is staged and launched into its slice of one
+pair of outputs (no copies) by `Factorization.launch`, so a part whose
+plan would replay a graph (160x512: under EAGER_MIN_PANEL_BYTES a panel)
+launches eagerly here and may be host-bound; its `done` ordering is not
+used (one caller). Cases, checks and timing are ab.py's
+(`time_side_by_side`); bits may differ from the whole batch's where a
+part's plan differs.
+"""
+import argparse
+import os
+import sys
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+os.environ["QR_SKIP_PRECOMPILE"] = "1"
+
+import ab  # noqa: E402
+import submission  # noqa: E402
+
+
+def split_factor(parts: int, concurrent: bool):
+    """custom_kernel-like callable that factors data as `parts` equal slices of the batch, each by its own
+    Factorization, on a stream each (`concurrent`) or all on the current stream."""
+    built = {}
+    streams = [torch.cuda.Stream() for _ in range(parts)] if concurrent else None
+
+    def factor(data: torch.Tensor):
+        batch, n, _ = data.shape
+        size = batch // parts
+        assert size * parts == batch, (batch, parts)
+        if (batch, n) not in built:
+            built[batch, n] = [submission.Factorization(size, n, data.device) for _ in range(parts)]
+        h, tau = data.new_empty(data.shape), data.new_empty((batch, n))
+        main = torch.cuda.current_stream()
+        for k, f in enumerate(built[batch, n]):
+            part = slice(k * size, (k + 1) * size)
+            stream = streams[k] if concurrent else main
+            stream.wait_stream(main)
+            with torch.cuda.stream(stream):
+                source = data[part] if f.reads_input and data.is_contiguous() else None
+                staged = getattr(f, "staged", f.plan.width)        # main: the first panel's columns
+                f.stage(data[part], h[part], None if source is None else staged)
+                f.launch(h[part], tau[part], source)
+        for stream in streams or ():
+            main.wait_stream(stream)
+        return h, tau
+    return factor
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--shapes", default="640x512")
+    parser.add_argument("--parts", default="2,4")
+    parser.add_argument("--rounds", type=int, default=7)
+    args = parser.parse_args(argv)
+
+    variants = {"whole": submission.custom_kernel}
+    for parts in map(int, args.parts.split(",")):
+        variants[f"{parts} one stream"] = split_factor(parts, False)
+        variants[f"{parts} streams"] = split_factor(parts, True)
+    shapes = {tuple(map(int, s.split("x"))) for s in args.shapes.split(",") if s}
+    return 0 if ab.time_side_by_side(ab.benchmark_cases(shapes), variants, args.rounds) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
