@@ -4,8 +4,9 @@
 # runs, and where the first step's rest update is fused (60x1024) the call stages only `staged_columns` and
 # that update reads the input, a third retargeted buffer. Logs under $OUT.
 #   bash bench/wip/run-graph-source.sh tests   in 8 shards: the retargeting and graph tests, the input-reading
-#                                              and capture-fallback tests, peak memory, and 60x1024's spec
-#                                              cases under seeds 11 and 222, 40x352's under 11; ~5 minutes
+#                                              and capture-fallback tests, the paired/look-ahead factor
+#                                              tests, peak memory, and 60x1024's spec cases under seeds 11
+#                                              and 222, 40x352's under 11; ~6 minutes
 #   bash bench/wip/run-graph-source.sh probe   60x1024 and 40x352: replay and copies out (main), one graph on
 #                                              fresh outputs, the cut graph and the cut graph reading the
 #                                              input, side by side (bench/probe_retarget.py), and each way's
@@ -21,10 +22,12 @@ tests)
       grep "test_spec_passes" scratchpad/shards/all.txt | grep "\[40x352" | grep -E -- "-11\]"
       grep -E "retargeted|fresh_outputs|lookahead_graph|bound_once|graph_is_cut|first_update_reads" \
           scratchpad/shards/all.txt
+      # first steps of every kind (pairs, look-ahead, fused or split updates), which now read their input
+      grep -E "paired_and_single|lookahead_and_plain" scratchpad/shards/all.txt
       grep -E "broken_capture|peak_memory|relaunches_follow" scratchpad/shards/all.txt
     } > scratchpad/shards/selected.txt
     wc -l < scratchpad/shards/selected.txt
-    run_shards 420 tests-graph-source ;;
+    run_shards 440 tests-graph-source ;;
 probe)
     timeout 480 python bench/probe_retarget.py --shapes 60x1024,40x352 --rounds 7 2>&1 \
         | tee "$OUT/probe-retarget.log" ;;
