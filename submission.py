@@ -51,6 +51,7 @@ batches) are handed to it; float16, bfloat16, integer and bool tensors raise.
 Importing on a GPU machine with the CUTLASS DSL compiles and warms up the
 benchmark shapes; set `QR_SKIP_PRECOMPILE=1` to skip that.
 """
+import ctypes
 import operator
 import os
 import threading
@@ -186,6 +187,9 @@ CAPTURE_MODE = "thread_local"   # other threads' CUDA calls are not captured and
 # ahead of queued update CTAs
 CHAIN_PRIORITY = -1
 CAPTURE_ATTEMPTS = 3        # graph captures tried per shape before it stays on eager launches
+# a graph launched on fresh outputs runs as two parts cut after at least this many nodes (`graph_prefix`),
+# so that the second part's parameters are rewritten while the first runs (`RetargetedGraph`)
+RETARGET_PREFIX_NODES = 16
 # blocked plans whose h holds at least this many bytes per panel launch eagerly into fresh outputs,
 # saving the graph's copies out where a panel's GPU time hides its launches' host time
 # (640x512, 42 MB a panel: 6.70 -> 6.54 ms; 60x1024, 8 MB a panel, host-bound: 5.61 -> 9.88 ms)
@@ -238,6 +242,10 @@ BAR_NORMS, BAR_DOTS, CLUSTER_BARRIERS = 0, 2, 4
 # finished after the last step (`finish_at_end`)
 KEPT_BETA, KEPT_LIFT, KEPT_SCALE = range(3)
 FLOAT_BYTES = 4
+ADDRESS_BYTES = 8          # a device address among a kernel's parameters (`RetargetedGraph`)
+# CUDA graph nodes that hold no addresses, besides kernels and memsets: what stream capture makes of
+# dependencies across streams
+PLAIN_GRAPH_NODES = ("CU_GRAPH_NODE_TYPE_EMPTY", "CU_GRAPH_NODE_TYPE_WAIT_EVENT", "CU_GRAPH_NODE_TYPE_EVENT_RECORD")
 
 
 # ---------------------------------------------------------------------------
@@ -523,10 +531,10 @@ def _wy_update_kernel(
     The program reads its column strip twice (V^T C top to bottom, then the
     update bottom to top, so that the rows read last, the likeliest still in
     L2, are read again first) and writes nothing but C: no V^T C round trip
-    through memory and one launch instead of two. With FROM_INPUT (the first
-    panel's update, c = 0) C is read from the input A (contiguous) and lifted
-    as `_lift_kernel` lifts H: C = 2^k_b A[b, :, cols], so that only the first
-    panel's columns of A need a staged copy in H.
+    through memory and one launch instead of two. With FROM_INPUT (a fused
+    update of the first step, c = 0) C is read from the input A (contiguous)
+    and lifted as `_lift_kernel` lifts H: C = 2^k_b A[b, :, cols], so that
+    the columns it updates need no staged copy in H (`staged_columns`).
     """
     pid_n = tl.program_id(0)
     b = tl.program_id(1)
@@ -2685,6 +2693,16 @@ def schedule(batch: int, n: int, end: int, lookahead: bool, sms: int) -> list[St
     return steps
 
 
+def staged_columns(steps: list[Step], width: int) -> int | None:
+    """Columns of the input that a call reading it (`Factorization.reads_input`) stages into h: the first
+    panel's and those of the first step's split updates; the first step's fused updates read the others
+    from the input. None where the first step has no fused rest update (the call stages all of them)."""
+    first = steps[0]
+    if first.rest is None or not first.rest.fused:
+        return None
+    return max([width] + [u.col_hi for u in (first.inner, first.next) if u is not None and not u.fused])
+
+
 def merging_panels(steps: list[Step]) -> dict[int, int]:
     """The pairs' second panels, which write their pair's merged T: panel index -> the parity of its step
     (the merged T's buffer)."""
@@ -2825,8 +2843,9 @@ def _apply_block_reflector(h, y, t, c: int, width: int, update: Update, source=N
 
     One launch when the update is `fused`; otherwise V^T C is summed over
     row splits into `y` and a second launch applies it. With `source` =
-    (a, size) a fused update of the first panel reads C from the contiguous
-    input a, lifted by the matrix sizes (see `_wy_update_kernel`).
+    (a, size) a fused update of the first step reads C from the contiguous
+    input a, lifted by the matrix sizes (see `_wy_update_kernel`); a split
+    one reads h, where its columns were staged (`staged_columns`).
     """
     batch, n, _ = h.shape
     rows = n - c
@@ -2840,13 +2859,216 @@ def _apply_block_reflector(h, y, t, c: int, width: int, update: Update, source=N
         _launch(_wy_update_kernel, (col_tiles, batch), h, t, a, size, *sizes, **fused,
                 FROM_INPUT=source is not None)
         return
-    assert source is None, "only a fused update reads C from the input"
     rows_per_split = triton.cdiv(triton.cdiv(rows, update.splits), TRAIL_BLOCK_M) * TRAIL_BLOCK_M
     splits = triton.cdiv(rows, rows_per_split)
     strides = (y.stride(0), y.stride(1), y.stride(2))
     _launch(_wy_project_kernel, (col_tiles, splits, batch), h, y, *sizes, rows_per_split, *strides, **blocks)
     _launch(_wy_apply_kernel, (triton.cdiv(rows, TRAIL_BLOCK_M), col_tiles, batch),
             h, y, t, *sizes, splits, *strides, **blocks)
+
+
+def _driver_values(result: tuple):
+    """The values that a cuda-python driver call returns after its CUresult; RuntimeError on an error."""
+    error, *values = result
+    if error != cuda.CUresult.CUDA_SUCCESS:
+        raise RuntimeError(f"CUDA driver: {error.name}")
+    return values[0] if len(values) == 1 else tuple(values)
+
+
+def _kernel_parameter_sizes(params) -> list[int]:
+    """Byte sizes of a kernel node's parameters, in order (cuFuncGetParamInfo, or cuKernelGetParamInfo for a
+    node that names a CUkernel); NotImplementedError where the driver cannot tell."""
+    sizes = []
+    while True:
+        if int(params.func) != 0:
+            error, _, size = cuda.cuFuncGetParamInfo(params.func, len(sizes))
+        else:
+            error, _, size = cuda.cuKernelGetParamInfo(params.kern, len(sizes))
+        if error == cuda.CUresult.CUDA_ERROR_INVALID_VALUE:        # past the last parameter
+            return sizes
+        if error != cuda.CUresult.CUDA_SUCCESS:
+            raise NotImplementedError(f"a kernel node's parameter sizes: {error.name}")
+        sizes.append(size)
+
+
+def graph_prefix(count: int, edges: list[tuple[int, int]], least: int) -> set[int] | None:
+    """The nodes of a DAG (nodes 0..count-1, edges (before, after)) up to the first node X, in a
+    topological order (Kahn's, lowest index first), with at least `least` nodes up to it (X and its
+    ancestors) such that every other node follows all of them but perhaps X; None where no such X leaves
+    nodes after it.
+
+    Running the nodes up to X, then the others, keeps every dependency,
+    and a node after the cut that does not follow X could have run
+    alongside X alone: the cut delays it by at most X's run time (not at
+    all where X is a join, a node that every other precedes or follows).
+    """
+    before = [0] * count        # ancestors of each node, as bit masks
+    preds, succs = [[] for _ in range(count)], [[] for _ in range(count)]
+    for a, b in edges:
+        preds[b].append(a)
+        succs[a].append(b)
+    waiting = [len(p) for p in preds]
+    ready = [i for i in range(count) if waiting[i] == 0]
+    order = []
+    while ready:
+        ready.sort()
+        node = ready.pop(0)
+        order.append(node)
+        for b in succs[node]:
+            waiting[b] -= 1
+            if waiting[b] == 0:
+                ready.append(b)
+    for node in order:
+        for a in preds[node]:
+            before[node] |= before[a] | 1 << a
+    for node in order:
+        upto = before[node] | 1 << node
+        rest = [r for r in range(count) if not upto >> r & 1]
+        if upto.bit_count() >= least and rest and all(upto & ~before[r] & ~(1 << node) == 0 for r in rest):
+            return {i for i in range(count) if upto >> i & 1}
+    return None
+
+
+@dataclass(frozen=True)
+class GraphPart:
+    """An executable graph of (part of) a captured launch sequence, with the parameters to rewrite for other
+    buffers (`RetargetedGraph`)."""
+    executable: object      # the CUgraphExec
+    kernels: list           # (node, params pointing at `values`, values, their pointer array, words)
+    memsets: list           # (node, params, k, offset)
+
+
+class RetargetedGraph:
+    """A captured launch sequence launched on other buffers than those it was captured on.
+
+    Stream capture bakes each kernel's arguments into the graph, among them
+    the addresses of the buffers it factors (h and tau). Once, every kernel
+    node's parameters are read (their sizes from the driver) and each 8-byte
+    word at an 8-byte offset whose value lies inside one of `buffers` is
+    kept with its offset into that buffer; memset nodes into them likewise.
+    `launch(others, stream)` writes others[k]'s address plus that offset
+    into each kept word (cuGraphExecKernelNodeSetParams, which leaves launches
+    already queued as they were) and launches the graph: the same kernels on
+    other memory of the same sizes and alignments.
+
+    The graph runs as two executable parts (`parts`) where `graph_prefix`
+    finds a cut with at least RETARGET_PREFIX_NODES nodes before it: the
+    nodes up to a node X whose cut delays only what could have run
+    alongside X (in a look-ahead schedule, the update of the next panel's
+    columns, beside which the rest update starts late), then the rest; each
+    part a clone of the graph less the other's nodes. The second part's
+    words are rewritten while the GPU runs the first, so that most of a
+    call's host time hides behind its GPU time; elsewhere one part, the
+    graph itself.
+
+    Words are matched by value: every buffer lies above 2^32, beyond any of
+    the kernels' integer arguments (sizes, strides, columns), and the
+    buffers are distinct allocations. A node that is neither a kernel, a
+    memset nor of PLAIN_GRAPH_NODES (a memcpy, a child graph), or a kernel
+    whose parameters come packed in `extra`, raises NotImplementedError
+    here (the caller replays the graph into its own buffers instead), as
+    does a driver that cannot give parameter sizes.
+    """
+
+    def __init__(self, graph: torch.cuda.CUDAGraph, buffers: list[torch.Tensor]):
+        ranges = [(t.data_ptr(), t.data_ptr() + t.numel() * t.element_size()) for t in buffers]
+        if min(low for low, _ in ranges) < 1 << 32:
+            raise NotImplementedError("a buffer below 2^32: its address could be taken for an integer")
+        self.graph = graph          # its memory pool holds what the captured launches allocated
+        self.context = _driver_values(cuda.cuCtxGetCurrent())
+        self.clones = []            # the parts' graphs where the graph is cut
+        self.parts = []
+        raw = cuda.CUgraph(graph.raw_cuda_graph())
+        _, count = _driver_values(cuda.cuGraphGetNodes(raw, 0))
+        nodes, _ = _driver_values(cuda.cuGraphGetNodes(raw, count))
+        count = _driver_values(cuda.cuGraphGetEdges(raw, 0))[-1]      # (from, to, edge data, count)
+        sources, targets = _driver_values(cuda.cuGraphGetEdges(raw, count))[:2]
+        index = {int(node): i for i, node in enumerate(nodes)}
+        edges = [(index[int(a)], index[int(b)]) for a, b in zip(sources, targets)]
+        prefix = graph_prefix(len(nodes), edges, RETARGET_PREFIX_NODES)
+        if prefix is None:
+            self.parts.append(self._part(raw, nodes, ranges))
+            return
+        for kept in (prefix, set(range(len(nodes))) - prefix):
+            clone = _driver_values(cuda.cuGraphClone(raw))
+            self.clones.append(clone)
+            copies = [_driver_values(cuda.cuGraphNodeFindInClone(node, clone)) for node in nodes]
+            for i, copy in enumerate(copies):
+                if i not in kept:
+                    _driver_values(cuda.cuGraphDestroyNode(copy))
+                elif _driver_values(cuda.cuGraphNodeGetType(copy)) == cuda.CUgraphNodeType.CU_GRAPH_NODE_TYPE_KERNEL:
+                    # the launch attributes too (the captured priority): cuGraphClone documents only parameters
+                    _driver_values(cuda.cuGraphKernelNodeCopyAttributes(copy, nodes[i]))
+            self.parts.append(self._part(clone, [copies[i] for i in sorted(kept)], ranges))
+
+    @staticmethod
+    def _part(raw, nodes: list, ranges: list[tuple[int, int]]) -> GraphPart:
+        """Graph `raw` (whose nodes are `nodes`) instantiated, with the words of its nodes that point into
+        `ranges`."""
+
+        def place(address: int) -> tuple[int, int] | None:
+            """(k, offset) of an address inside buffers[k], else None."""
+            for k, (low, high) in enumerate(ranges):
+                if low <= address < high:
+                    return k, address - low
+            return None
+
+        kernels, memsets = [], []
+        for node in nodes:
+            kind = _driver_values(cuda.cuGraphNodeGetType(node))
+            if kind == cuda.CUgraphNodeType.CU_GRAPH_NODE_TYPE_KERNEL:
+                params = _driver_values(cuda.cuGraphKernelNodeGetParams(node))
+                sizes = _kernel_parameter_sizes(params)
+                if int(params.kernelParams) == 0:
+                    raise NotImplementedError("a kernel node whose parameters come in `extra`")
+                addresses = (ctypes.c_void_p * len(sizes)).from_address(int(params.kernelParams))
+                values = [ctypes.create_string_buffer(ctypes.string_at(addresses[i], size), size)
+                          for i, size in enumerate(sizes)]
+                words = []      # (the word in its parameter, k, offset into buffers[k])
+                for value in values:
+                    for at in range(0, len(value.raw) - ADDRESS_BYTES + 1, ADDRESS_BYTES):
+                        found = place(int.from_bytes(value.raw[at:at + ADDRESS_BYTES], "little"))
+                        if found is not None:
+                            words.append((ctypes.c_uint64.from_buffer(value, at), *found))
+                if words:
+                    pointers = (ctypes.c_void_p * len(values))(*(ctypes.addressof(v) for v in values))
+                    params.kernelParams = ctypes.addressof(pointers)
+                    kernels.append((node, params, values, pointers, words))
+            elif kind == cuda.CUgraphNodeType.CU_GRAPH_NODE_TYPE_MEMSET:
+                params = _driver_values(cuda.cuGraphMemsetNodeGetParams(node))
+                found = place(int(params.dst))
+                if found is not None:
+                    memsets.append((node, params, *found))
+            elif kind.name not in PLAIN_GRAPH_NODES:
+                raise NotImplementedError(f"a graph node of type {kind.name}")
+        # each kernel at its captured stream's priority (CHAIN_PRIORITY), as torch instantiates graphs
+        executable = _driver_values(cuda.cuGraphInstantiate(
+            raw, cuda.CUgraphInstantiate_flags.CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY))
+        return GraphPart(executable, kernels, memsets)
+
+    def launch(self, others: tuple[torch.Tensor, ...], stream: torch.cuda.Stream) -> None:
+        """Queue the graph on `stream` with buffers[k] replaced by others[k] (the same size and alignment)."""
+        bases = [t.data_ptr() for t in others]
+        handle = cuda.CUstream(stream.cuda_stream)
+        for part in self.parts:
+            for node, params, _, _, words in part.kernels:
+                for word, k, offset in words:
+                    word.value = bases[k] + offset
+                _driver_values(cuda.cuGraphExecKernelNodeSetParams(part.executable, node, params))
+            for node, params, k, offset in part.memsets:
+                params.dst = cuda.CUdeviceptr(bases[k] + offset)
+                _driver_values(cuda.cuGraphExecMemsetNodeSetParams(part.executable, node, params, self.context))
+            _driver_values(cuda.cuGraphLaunch(part.executable, handle))
+
+    def __del__(self):
+        """The executable parts and the clones go (CUDA frees them after a launch still running); not at
+        interpreter exit."""
+        if cuda is None:
+            return
+        for part in getattr(self, "parts", ()):
+            cuda.cuGraphExecDestroy(part.executable)
+        for clone in getattr(self, "clones", ()):
+            cuda.cuGraphDestroy(clone)
 
 
 class Factorization:
@@ -2860,7 +3082,10 @@ class Factorization:
     panels to the end). Each panel's kernel holds only the rows left below
     it (`panel_plan`).
     The sequence is captured once in a CUDA graph, so a call costs one copy
-    in, one replay and two copies out whatever the number of panels; plans
+    in and one launch whatever the number of panels: the input is staged
+    into fresh outputs and the graph launched on them (`RetargetedGraph`;
+    where the driver cannot retarget it, staged into the graph's own h, the
+    graph replayed and h and tau copied out). Plans
     with at least EAGER_MIN_PANEL_BYTES of h per panel, and square plans
     from SQUARE_EAGER_MIN_N, instead launch eagerly, factoring a fresh
     output in place (`eager`), and keep no h or tau of their own; an eager
@@ -2871,11 +3096,13 @@ class Factorization:
     cluster scratch and V^T C partials for blocked plans. Blocked plans stage
     the input with a kernel that also finds each matrix's largest entry, so
     that tiny matrices are lifted before the tensor-core updates (`_lift`).
-    An eager call whose first panel's update is one fused launch
-    (`reads_input`) stages only the first panel's columns of a contiguous
-    input: that update reads the rest from the input itself, which saves
-    writing a staged copy of the matrices per call (the staging kernel still
-    reads them all for their largest entries). With `lookahead` (by default
+    A call whose first step updates the rest of the matrix in one fused
+    launch (`reads_input`) stages only the `staged` columns of a contiguous
+    input (`staged_columns`): the first step's fused updates read the
+    others from the input itself, which saves writing a staged copy of the
+    matrices per call (the staging kernel still reads them all for their
+    largest entries); a graph call's input is a third buffer its graph is
+    retargeted to. With `lookahead` (by default
     where `looks_ahead`) the trailing updates run partly on a side stream
     (see `launch`).
     """
@@ -2901,7 +3128,7 @@ class Factorization:
             self.steps = [Step(0, False, None, None, None)]
             self.t_pair = None
             buffers = [self.t]
-            self.reads_input = self.eager
+            self.reads_input, self.staged = self.eager, None
         else:
             self.size = torch.zeros(batch, **zeros)         # max |a[b]|, reset to 0 at the end of launch()
             self.t = torch.zeros((2, batch, width, width), **zeros)     # T of single panels and pairs' first, by parity
@@ -2919,9 +3146,8 @@ class Factorization:
                 for updates in ([u for step in self.steps for u in (step.inner, step.next)],
                                 [step.rest for step in self.steps]))
             self.side = torch.cuda.Stream(device) if self.lookahead else None
-            first = self.steps[0]
-            self.reads_input = (self.eager and first.next is None and first.rest.fused
-                                and (first.inner is None or first.inner.fused))
+            self.staged = staged_columns(self.steps, width)
+            self.reads_input = self.staged is not None
             buffers = [self.size, self.t, scratch, self.y_next, self.y_rest]
             buffers += [self.t_pair] if pairs else []
         if not self.eager:
@@ -2963,6 +3189,7 @@ class Factorization:
         self.launch(h, tau, h if self.reads_input else None)
         self.done.record()              # a first call on another stream waits for it: it uses the same buffers
         self.captures_left = 0 if self.eager else CAPTURE_ATTEMPTS
+        self.retargeted = None
         self.graph = None if self.eager else self._capture()
 
     def _cute_args(self, h: torch.Tensor, tau: torch.Tensor) -> list[tuple]:
@@ -3004,15 +3231,34 @@ class Factorization:
 
     def _capture(self) -> torch.cuda.CUDAGraph | None:
         """The launch sequence as a CUDA graph, or None if another thread's CUDA call broke the capture.
-        With look-ahead, captured on the `chain` stream (torch's own capture stream otherwise)."""
+        With look-ahead, captured on the `chain` stream (torch's own capture stream otherwise). Sets
+        `retargeted`, the graph as a RetargetedGraph over h, tau and, where `reads_input`, a stand-in for
+        the input (one float, never read: each call's launch points the graph at its input instead). Where
+        the graph cannot be retargeted, `retargeted` is None and the graph is instantiated for replays,
+        captured again without the stand-in (`reads_input` cleared) if it had one."""
         self.captures_left -= 1
+        self.retargeted = None
         stream = torch.cuda.current_stream()
-        graph = torch.cuda.CUDAGraph()
+        graph = torch.cuda.CUDAGraph(keep_graph=True)
+        stand_in = torch.empty(1, device=self.h.device) if self.reads_input else None
         try:
             with torch.cuda.graph(graph, stream=self.chain, capture_error_mode=CAPTURE_MODE):
-                self.launch()
+                self.launch(source=stand_in)
         except Exception:       # the same launches ran eagerly before (the first run, or the last call)
             torch.cuda.set_stream(stream)       # a failed capture_end leaves the capture stream current
+            return None
+        try:
+            self.retargeted = RetargetedGraph(graph, [self.h, self.tau] + ([stand_in] if self.reads_input else []))
+            return graph
+        except Exception:       # a node or driver it cannot handle (NotImplementedError), a driver error
+            pass
+        if self.reads_input:
+            self.reads_input = False
+            self.captures_left += 1
+            return self._capture()
+        try:
+            graph.instantiate()
+        except Exception:
             return None
         return graph
 
@@ -3029,7 +3275,7 @@ class Factorization:
         """Queue the factorization of h in place, tau into tau (by default the graph's buffers self.h and
         self.tau), on the current stream (and, with look-ahead, a side stream). With `source` (only where
         `reads_input`), an eager square kernel reads its input from source (h is only written), and a
-        blocked plan's h holds the first panel's columns, the first step's updates reading the others from
+        blocked plan's h holds the `staged` columns, the first step's fused updates reading the others from
         source.
 
         With look-ahead, panel k's reflector updates the next panel's columns
@@ -3056,7 +3302,7 @@ class Factorization:
             cute_args = self._cute_args(h, tau)
         bound = self._bind_panels(cute_args[0], stream)
         if not self.plan.square:
-            _lift(h, self.size, inverse=False, col_end=None if source is None else self.plan.width)
+            _lift(h, self.size, inverse=False, col_end=None if source is None else self.staged)
         if self.lookahead:
             self.side.wait_stream(main)
         W = self.plan.width
@@ -3074,13 +3320,13 @@ class Factorization:
             if step.next:
                 if rest_done is not None:
                     main.wait_event(rest_done)
-                _apply_block_reflector(h, self.y_next, t, step.c, width, step.next)
+                _apply_block_reflector(h, self.y_next, t, step.c, width, step.next, step_source)
             if step.rest and not self.lookahead:
                 _apply_block_reflector(h, self.y_rest, t, step.c, width, step.rest, step_source)
             elif step.rest:
                 self.side.wait_event(reflector_done)
                 with torch.cuda.stream(self.side):
-                    _apply_block_reflector(h, self.y_rest, t, step.c, width, step.rest)
+                    _apply_block_reflector(h, self.y_rest, t, step.c, width, step.rest, step_source)
                 rest_done = self.side.record_event()
         if self.lookahead:
             main.wait_stream(self.side)
@@ -3114,16 +3360,30 @@ class Factorization:
 
     def _queue(self, data: torch.Tensor) -> output_t:
         """Queue the factorization of data on the current stream: fresh outputs, or the graph's copied out."""
+        batch, n, _ = data.shape
         if self.eager:
-            batch, n, _ = data.shape
             out = data.new_empty((batch, n, n)), data.new_empty((batch, n))
             source = data if self.reads_input and data.is_contiguous() else None
             if source is None or not self.plan.square:
-                self.stage(data, out[0], None if source is None else self.plan.width)
+                self.stage(data, out[0], None if source is None else self.staged)
             self.launch(*out, source)
             return out
         if self.graph is None and self.captures_left > 0:
             self.graph = self._capture()
+        if self.retargeted is not None:         # its graph reads the input where `reads_input`
+            out = data.new_empty((batch, n, n)), data.new_empty((batch, n))
+            buffers = out
+            if self.reads_input:
+                # the graph's fused first updates read a source as captured, contiguous and 16-byte aligned;
+                # another input is staged whole and out[0] is the source (the columns from `staged` on are
+                # not lifted before their first update reads them, as in the first run)
+                aligned = data.is_contiguous() and data.data_ptr() % 16 == 0
+                self.stage(data, out[0], self.staged if aligned else None)
+                buffers = (*out, data if aligned else out[0])
+            else:
+                self.stage(data, out[0])
+            self.retargeted.launch(buffers, torch.cuda.current_stream())
+            return out
         self.stage(data, self.h)
         if self.graph is None:
             self.launch()

@@ -53,7 +53,7 @@ def split_factor(parts: int, concurrent: bool):
             stream.wait_stream(main)
             with torch.cuda.stream(stream):
                 source = data[part] if f.reads_input and data.is_contiguous() else None
-                f.stage(data[part], h[part], None if source is None else f.plan.width)     # as `_queue` stages
+                f.stage(data[part], h[part], None if source is None else f.staged)         # as `_queue` stages
                 f.launch(h[part], tau[part], source)
         for stream in streams or ():
             main.wait_stream(stream)

@@ -512,10 +512,10 @@ def test_a_broken_capture_falls_back_to_eager_launches():
         submission._FACTORIZATIONS.pop((a.device.index, 3, 300), None)
     launch = submission.Factorization.launch
 
-    def launch_unless_capturing(f, *args):
+    def launch_unless_capturing(f, *args, **kwargs):
         if torch.cuda.is_current_stream_capturing():
             raise RuntimeError("capture broken")
-        launch(f, *args)
+        launch(f, *args, **kwargs)
 
     stream = torch.cuda.current_stream()
     with mock.patch.object(submission.Factorization, "launch", launch_unless_capturing):

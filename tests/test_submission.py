@@ -224,11 +224,12 @@ class _Stream:
         self.wait_event(other.clock)
 
 
-def _queued_kernels(batch: int, n: int, end: int, lookahead: bool, monkeypatch) -> tuple[list, list[dict]]:
+def _queued_kernels(batch: int, n: int, end: int, lookahead: bool, monkeypatch) -> tuple[list, list[dict], int]:
     """Run `Factorization.launch` of a plan of (batch, n) that hands columns from `end` to the
-    square kernel, on the CPU: streams are vector clocks, and each kernel is recorded with its stream,
-    its clock, the data it reads and writes (columns of h, T buffers, V^T C partials) and, for an update,
-    the panels whose reflectors it applies."""
+    square kernel, on the CPU, reading its input where it can (`staged_columns`, returned): streams are
+    vector clocks, and each kernel is recorded with its stream, its clock, the data it reads and writes
+    (columns of h, T buffers, V^T C partials) and, for an update, the panels whose reflectors it applies
+    and whether it reads the input."""
     W = submission.PANEL_WIDTH
     current = [_Stream("main")]
     kernels = []
@@ -243,11 +244,11 @@ def _queued_kernels(batch: int, n: int, end: int, lookahead: bool, monkeypatch) 
         def __exit__(self, *_):
             current[0] = self.outer
 
-    def queue(kind, reads, writes, reflectors=()):
+    def queue(kind, reads, writes, reflectors=(), from_input=False):
         stream = current[0]
         stream.clock[stream.name] = stream.clock.get(stream.name, 0) + 1
         kernels.append(dict(kind=kind, stream=stream.name, clock=dict(stream.clock), reads=set(reads) | set(writes),
-                            writes=set(writes), reflectors=list(reflectors)))
+                            writes=set(writes), reflectors=list(reflectors), from_input=from_input))
 
     def columns(lo, hi):
         return {("h", j) for j in range(lo, min(hi, n))}
@@ -255,7 +256,7 @@ def _queued_kernels(batch: int, n: int, end: int, lookahead: bool, monkeypatch) 
     def apply(h, y, t, c, width, update, source=None):
         queue(("update", c), columns(c, c + width) | {("buffer", t.data_ptr())},
               columns(update.col_lo, update.col_hi) | ({("buffer", y.data_ptr())} if not update.fused else set()),
-              range(c // W, (c + width) // W))
+              range(c // W, (c + width) // W), source is not None and update.fused)
 
     def panel(t, c, stream):
         # a panel writes its T (or, the second of a pair, the pair's T) and leaves its T in the scratch,
@@ -268,6 +269,7 @@ def _queued_kernels(batch: int, n: int, end: int, lookahead: bool, monkeypatch) 
     f.plan = submission.Plan(False, W, n, 2, 512, True)
     f.lookahead, f.tail = lookahead, (None if end == n else end)
     f.steps = submission.schedule(batch, n, end, lookahead, H200_SMS)
+    f.staged = submission.staged_columns(f.steps, W)
     f.t, f.t_pair = torch.zeros((2, batch, W, W)), torch.zeros((2, batch, 2 * W, 2 * W))
     f.y_next, f.y_rest = torch.zeros(1), torch.zeros(1)
     f.size, f.side = torch.zeros(batch), (_Stream("side") if lookahead else None)     # as the constructor
@@ -280,12 +282,13 @@ def _queued_kernels(batch: int, n: int, end: int, lookahead: bool, monkeypatch) 
     monkeypatch.setattr(torch.cuda, "current_stream", lambda *args: current[0])
     monkeypatch.setattr(torch.cuda, "stream", _On)
     monkeypatch.setattr(submission, "_apply_block_reflector", apply)
-    monkeypatch.setattr(submission, "_lift", lambda h, size, inverse, col_end=None: queue("lift", (), columns(0, n)))
+    monkeypatch.setattr(submission, "_lift", lambda h, size, inverse, col_end=None:
+                        queue("lift", (), columns(0, n if col_end is None else col_end)))
     monkeypatch.setattr(submission, "_square_pointer_args", lambda *args: ())
     monkeypatch.setattr(submission, "cuda", types.SimpleNamespace(CUstream=lambda handle: None), raising=False)
     monkeypatch.setattr(submission, "cutlass", types.SimpleNamespace(Int32=int), raising=False)
-    f.launch(torch.zeros((batch, n, n)), torch.zeros((batch, n)))
-    return f.steps, kernels
+    f.launch(torch.zeros((batch, n, n)), torch.zeros((batch, n)), None if f.staged is None else torch.zeros(1))
+    return f.steps, kernels, f.staged
 
 
 @pytest.mark.parametrize("lookahead", [True, False])
@@ -301,7 +304,7 @@ def test_launch_updates_every_column_once_in_order_without_races(batch, n, end, 
         monkeypatch.setattr(submission, "PAIR_MIN_TILES", 0)
         monkeypatch.setattr(submission, "TRAIL_FUSE_PROGRAMS", 0)
     W = submission.PANEL_WIDTH
-    steps, kernels = _queued_kernels(batch, n, end, lookahead, monkeypatch)
+    steps, kernels, staged = _queued_kernels(batch, n, end, lookahead, monkeypatch)
     pairs = [step.pair for step in steps]
     assert pairs == sorted(pairs, reverse=True)                 # pairs first, then single panels
     assert [step.c for step in steps] == [sum(2 * W if pair else W for pair in pairs[:i]) for i in range(len(steps))]
@@ -328,6 +331,11 @@ def test_launch_updates_every_column_once_in_order_without_races(batch, n, end, 
                 applied[j] += kernel["reflectors"]
     assert all(applied[j] == list(range(j // W)) for j in range(end))
     assert all(applied[j] == list(range(-(-end // W))) for j in range(end, n))
+    # a call that reads its input stages the columns below `staged`: the first kernel on each other column
+    # reads it from the input
+    for j in range(n if staged is None else staged, n):
+        assert next(kernel for kernel in kernels if ("h", j) in kernel["reads"])["from_input"], j
+    assert all(kernel["kind"] == ("update", 0) for kernel in kernels if kernel["from_input"])
 
 
 def test_bound_panels_swap_in_their_own_t_and_column(monkeypatch):
@@ -354,6 +362,19 @@ def test_bound_panels_swap_in_their_own_t_and_column(monkeypatch):
     monkeypatch.setattr(submission, "cutlass", types.SimpleNamespace(Int32=int), raising=False)
     f._launch_panel(3, None, [(f"panel {k}",) for k in range(4)], "stream")
     assert plain == [("panel 3", 96, "stream")]
+
+
+def test_a_graph_is_cut_where_the_rest_follows_every_node_before_it_but_the_last():
+    # two streams: 0 -> 1 -> 2 and 3 -> 4, joined by 5, then 6 -> 7 beside 8, both before 9
+    edges = [(0, 1), (1, 2), (3, 4), (2, 5), (4, 5), (5, 6), (6, 7), (5, 8), (7, 9), (8, 9)]
+    # cut after 1, 3 could run alongside 0 and 1; 5 is a join
+    assert submission.graph_prefix(10, edges, 2) == {0, 1, 2, 3, 4, 5}
+    assert submission.graph_prefix(10, edges, 6) == {0, 1, 2, 3, 4, 5}
+    assert submission.graph_prefix(10, edges, 7) == {0, 1, 2, 3, 4, 5, 6}     # 8 could run alongside 6 alone
+    assert submission.graph_prefix(10, edges, 8) is None    # after 7, 8 could run alongside 6 and 7
+    assert submission.graph_prefix(4, [(3, 2), (2, 1), (1, 0)], 2) == {3, 2}
+    # chains that never meet: the other chain could run alongside every node of a cut
+    assert submission.graph_prefix(6, [(0, 1), (1, 2), (3, 4), (4, 5)], 2) is None
 
 
 # ---------------------------------------------------------------------------
@@ -620,31 +641,36 @@ def test_lookahead_graph_captures_its_chain_above_its_trailing_updates(monkeypat
     f = submission.Factorization(2, 1100, a.device)
     assert f.lookahead and f.graph is not None and f.chain.priority < f.side.priority
     captured = []
-    graph, cuda_graph_class = torch.cuda.graph, torch.cuda.CUDAGraph
+    graph = torch.cuda.graph
 
     def recording_graph(cuda_graph, **kwargs):
         captured.append(kwargs["stream"])
         return graph(cuda_graph, **kwargs)
 
-    monkeypatch.setattr(torch.cuda, "CUDAGraph", lambda: cuda_graph_class(keep_graph=True))    # its nodes kept
     monkeypatch.setattr(torch.cuda, "graph", recording_graph)
     f.graph = f._capture()
     assert captured == [f.chain]
-    raw = cuda.CUgraph(f.graph.raw_cuda_graph())
-    error, _, count = cuda.cuGraphGetNodes(raw, 0)
-    error, nodes, count = cuda.cuGraphGetNodes(raw, count)
-    assert error == cuda.CUresult.CUDA_SUCCESS
-    priorities = []
-    for node in nodes:
-        if cuda.cuGraphNodeGetType(node)[1] == cuda.CUgraphNodeType.CU_GRAPH_NODE_TYPE_KERNEL:
-            priority = cuda.CUkernelNodeAttrID.CU_LAUNCH_ATTRIBUTE_PRIORITY
-            error, value = cuda.cuGraphKernelNodeGetAttribute(node, priority)
-            assert error == cuda.CUresult.CUDA_SUCCESS
-            priorities.append(value.priority)
+
+    def kernel_priorities(graph) -> list[int]:
+        error, _, count = cuda.cuGraphGetNodes(graph, 0)
+        error, nodes, count = cuda.cuGraphGetNodes(graph, count)
+        assert error == cuda.CUresult.CUDA_SUCCESS
+        priorities = []
+        for node in nodes:
+            if cuda.cuGraphNodeGetType(node)[1] == cuda.CUgraphNodeType.CU_GRAPH_NODE_TYPE_KERNEL:
+                priority = cuda.CUkernelNodeAttrID.CU_LAUNCH_ATTRIBUTE_PRIORITY
+                error, value = cuda.cuGraphKernelNodeGetAttribute(node, priority)
+                assert error == cuda.CUresult.CUDA_SUCCESS
+                priorities.append(value.priority)
+        return priorities
+
+    priorities = kernel_priorities(cuda.CUgraph(f.graph.raw_cuda_graph()))
     assert set(priorities) == {f.chain.priority, f.side.priority}
     rests = sum(step.rest is not None for step in f.steps)
     assert priorities.count(f.chain.priority) >= len(f.panels) and priorities.count(f.side.priority) >= rests
-    assert_factors(a, f(a))     # the graph's replay, instantiated on first use
+    # the two parts the graph is cut into keep them (`RetargetedGraph`)
+    assert sorted(sum(map(kernel_priorities, f.retargeted.clones), [])) == sorted(priorities)
+    assert_factors(a, f(a))     # the graph, launched on fresh outputs
 
 
 @pytest.mark.gpu
@@ -699,6 +725,82 @@ def test_eager_launches_factor_into_fresh_outputs(batch, n, monkeypatch):
     assert first[0].data_ptr() != second[0].data_ptr() and first[1].data_ptr() != second[1].data_ptr()
     assert torch.equal(first[0], second[0]) and torch.equal(first[1], second[1])
     assert_factors(a, first)
+
+
+@pytest.mark.gpu
+def test_retargeted_graph_runs_its_kernels_on_other_buffers():
+    # the captured kernels write y from element 1024 on; launched on z they write z from element 1024 on
+    y = torch.zeros(4096, device="cuda")
+    graph = torch.cuda.CUDAGraph(keep_graph=True)
+    with torch.cuda.graph(graph):
+        y[1024:].mul_(2).add_(1)
+    retargeted = submission.RetargetedGraph(graph, [y])
+    [part] = retargeted.parts
+    assert len(part.kernels) == 2 and not part.memsets
+    z = torch.full_like(y, 3.0)
+    retargeted.launch((z,), torch.cuda.current_stream())
+    assert torch.equal(z[:1024], torch.full_like(z[:1024], 3.0))
+    assert torch.equal(z[1024:], torch.full_like(z[1024:], 7.0))
+    assert torch.equal(y, torch.zeros_like(y))
+
+
+@pytest.mark.gpu
+def test_retargeted_graph_cut_in_two_parts_runs_every_kernel_in_order(monkeypatch):
+    # a chain of 2 * 10 kernels (y := 2 y, then y += 1, ten times) is cut after its 4th node; launched on z,
+    # both parts run on z in order: 3 -> 2 (2 (3 ... ) + 1) + 1 = 4 * 2^10 - 1
+    monkeypatch.setattr(submission, "RETARGET_PREFIX_NODES", 4)
+    y = torch.zeros(4096, device="cuda")
+    graph = torch.cuda.CUDAGraph(keep_graph=True)
+    with torch.cuda.graph(graph):
+        for _ in range(10):
+            y[1024:].mul_(2).add_(1)
+    retargeted = submission.RetargetedGraph(graph, [y])
+    assert [len(part.kernels) for part in retargeted.parts] == [4, 16]
+    z = torch.full_like(y, 3.0)
+    for _ in range(2):      # the second launch rewrites the parameters again, for a fresh buffer
+        retargeted.launch((z,), torch.cuda.current_stream())
+        assert torch.equal(z[:1024], torch.full_like(z[:1024], 3.0))
+        assert torch.equal(z[1024:], torch.full_like(z[1024:], 4.0 * 2 ** 10 - 1))
+        z = torch.full_like(y, 3.0)
+    assert torch.equal(y, torch.zeros_like(y))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("batch,n,retargets", [(3, 100, True), (3, 300, True), (2, 1100, True), (40, 1024, True),
+                                               (40, 1024, False)])
+def test_graph_calls_factor_into_fresh_outputs_with_the_bits_of_eager_launches(batch, n, retargets, monkeypatch):
+    # a graph plan's call launches its graph on fresh outputs (`RetargetedGraph`), at 40x1024 reading the
+    # input past the staged columns (lifting the tiny matrix as it reads it): the bits of the same launches
+    # run eagerly, and an earlier call's outputs stay as they were through later calls. Where the graph
+    # cannot be retargeted, it is captured again staging every column and replayed: the same bits
+    def unsupported(graph, buffers):
+        raise NotImplementedError("a driver that cannot retarget")
+
+    if not retargets:
+        monkeypatch.setattr(submission, "RetargetedGraph", unsupported)
+    a = reference.generate_input(batch, n, 1, 73, "dense")
+    a[0] *= 1e-30
+    b = reference.generate_input(batch, n, 1, 74, "dense")
+    f = submission.Factorization(batch, n, a.device)
+    assert not f.eager and f.graph is not None and (f.retargeted is not None) == retargets
+    assert f.reads_input == (n == 1024 and retargets)
+    assert f.captures_left == submission.CAPTURE_ATTEMPTS - 1
+    if n >= 1024 and retargets:     # look-ahead: a graph of ~70-100 kernels, cut in two
+        assert len(f.retargeted.parts) == 2
+    first = f(a)
+    kept = first[0].clone(), first[1].clone()
+    second = f(b)
+    assert first[0].data_ptr() not in (f.h.data_ptr(), second[0].data_ptr())
+    assert torch.equal(first[0], kept[0]) and torch.equal(first[1], kept[1])
+    h, tau = torch.empty_like(a), a.new_empty((batch, n))
+    f.stage(a, h, f.staged if f.reads_input else None)
+    f.launch(h, tau, a if f.reads_input else None)
+    assert torch.equal(first[0], h) and torch.equal(first[1], tau)
+    shifted = a.new_empty(a.numel() + 1)[1:].view_as(a).copy_(a)      # off 16-byte alignment: staged whole
+    assert all(map(torch.equal, f(shifted), first))
+    assert_factors(a[:1], (first[0][:1], first[1][:1]))
+    assert_factors(a[1:], (first[0][1:], first[1][1:]))
+    assert_factors(b, second)
 
 
 @pytest.mark.gpu
