@@ -190,6 +190,10 @@ CAPTURE_ATTEMPTS = 3        # graph captures tried per shape before it stays on 
 # a graph launched on fresh outputs runs as two parts cut after at least this many nodes (`graph_prefix`),
 # so that the second part's parameters are rewritten while the first runs (`RetargetedGraph`)
 RETARGET_PREFIX_NODES = 16
+# graphs of more nodes replay into their own buffers instead: rewriting a node's parameters takes ~3.8 us of
+# host time, and past the first part that outlasts the GPU's work (2x4096, 608 kernels: 9.95 ms replayed,
+# 10.76 retargeted in two parts; 8x2048, 288: 5.16 and 5.14; 60x1024, 102: 3.14 and 3.01)
+RETARGET_MAX_NODES = 400
 # blocked plans whose h holds at least this many bytes per panel launch eagerly into fresh outputs,
 # saving the graph's copies out where a panel's GPU time hides its launches' host time
 # (640x512, 42 MB a panel: 6.70 -> 6.54 ms; 60x1024, 8 MB a panel, host-bound: 5.61 -> 9.88 ms)
@@ -2967,7 +2971,8 @@ class RetargetedGraph:
     memset nor of PLAIN_GRAPH_NODES (a memcpy, a child graph), or a kernel
     whose parameters come packed in `extra`, raises NotImplementedError
     here (the caller replays the graph into its own buffers instead), as
-    does a driver that cannot give parameter sizes.
+    do a driver that cannot give parameter sizes and a graph of more than
+    RETARGET_MAX_NODES nodes.
     """
 
     def __init__(self, graph: torch.cuda.CUDAGraph, buffers: list[torch.Tensor]):
@@ -2983,6 +2988,8 @@ class RetargetedGraph:
         nodes, _ = _driver_values(cuda.cuGraphGetNodes(raw, count))
         count = _driver_values(cuda.cuGraphGetEdges(raw, 0))[-1]      # (from, to, edge data, count)
         sources, targets = _driver_values(cuda.cuGraphGetEdges(raw, count))[:2]
+        if len(nodes) > RETARGET_MAX_NODES:
+            raise NotImplementedError(f"{len(nodes)} nodes, more than RETARGET_MAX_NODES to rewrite a call")
         index = {int(node): i for i, node in enumerate(nodes)}
         edges = [(index[int(a)], index[int(b)]) for a, b in zip(sources, targets)]
         prefix = graph_prefix(len(nodes), edges, RETARGET_PREFIX_NODES)
@@ -3250,7 +3257,7 @@ class Factorization:
         try:
             self.retargeted = RetargetedGraph(graph, [self.h, self.tau] + ([stand_in] if self.reads_input else []))
             return graph
-        except Exception:       # a node or driver it cannot handle (NotImplementedError), a driver error
+        except Exception:       # a node, driver or length it does not handle (NotImplementedError), a driver error
             pass
         if self.reads_input:
             self.reads_input = False

@@ -766,18 +766,22 @@ def test_retargeted_graph_cut_in_two_parts_runs_every_kernel_in_order(monkeypatc
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("batch,n,retargets", [(3, 100, True), (3, 300, True), (2, 1100, True), (40, 1024, True),
-                                               (40, 1024, False)])
-def test_graph_calls_factor_into_fresh_outputs_with_the_bits_of_eager_launches(batch, n, retargets, monkeypatch):
+@pytest.mark.parametrize("batch,n,refusal", [(3, 100, None), (3, 300, None), (2, 1100, None), (40, 1024, None),
+                                              (40, 1024, "driver"), (3, 300, "length")])
+def test_graph_calls_factor_into_fresh_outputs_with_the_bits_of_eager_launches(batch, n, refusal, monkeypatch):
     # a graph plan's call launches its graph on fresh outputs (`RetargetedGraph`), at 40x1024 reading the
     # input past the staged columns (lifting the tiny matrix as it reads it): the bits of the same launches
     # run eagerly, and an earlier call's outputs stay as they were through later calls. Where the graph
-    # cannot be retargeted, it is captured again staging every column and replayed: the same bits
+    # cannot be retargeted (a driver without it, a graph longer than RETARGET_MAX_NODES), it is captured
+    # again staging every column and replayed: the same bits
     def unsupported(graph, buffers):
         raise NotImplementedError("a driver that cannot retarget")
 
-    if not retargets:
+    retargets = refusal is None
+    if refusal == "driver":
         monkeypatch.setattr(submission, "RetargetedGraph", unsupported)
+    if refusal == "length":
+        monkeypatch.setattr(submission, "RETARGET_MAX_NODES", 2)
     a = reference.generate_input(batch, n, 1, 73, "dense")
     a[0] *= 1e-30
     b = reference.generate_input(batch, n, 1, 74, "dense")
