@@ -323,7 +323,8 @@ def main(argv: list[str]) -> int:
         configurations = [("main fused W32 BM 32 BN 64", lambda: main_fused(h, t, n, W, 4, 32, 64))]
         for block_n, threads, stage_v, phases in (
                 (32, 256, False, (2, 3, 4)), (32, 256, True, (2, 3, 4)), (32, 256, False, (2, 3)),
-                (32, 256, True, (2, 3)), (32, 256, False, ()), (32, 256, True, ()), (64, 256, False, (2, 3, 4)),
+                (32, 256, True, (2, 3)), (32, 256, True, (2,)), (32, 256, False, ()), (32, 256, True, ()),
+                (64, 256, False, (2, 3, 4)),
                 (64, 256, False, ()), (16, 128, False, (2, 3, 4)), (16, 128, False, ())):
             smem = 4 * (n * (block_n + 4) + stage_v * n * (W + 4) + 2 * W * block_n + W * W)
             if smem > 227 * 1024:
