@@ -2986,10 +2986,10 @@ class RetargetedGraph:
         raw = cuda.CUgraph(graph.raw_cuda_graph())
         _, count = _driver_values(cuda.cuGraphGetNodes(raw, 0))
         nodes, _ = _driver_values(cuda.cuGraphGetNodes(raw, count))
-        count = _driver_values(cuda.cuGraphGetEdges(raw, 0))[-1]      # (from, to, edge data, count)
-        sources, targets = _driver_values(cuda.cuGraphGetEdges(raw, count))[:2]
         if len(nodes) > RETARGET_MAX_NODES:
             raise NotImplementedError(f"{len(nodes)} nodes, more than RETARGET_MAX_NODES to rewrite a call")
+        count = _driver_values(cuda.cuGraphGetEdges(raw, 0))[-1]      # (from, to, edge data, count)
+        sources, targets = _driver_values(cuda.cuGraphGetEdges(raw, count))[:2]
         index = {int(node): i for i, node in enumerate(nodes)}
         edges = [(index[int(a)], index[int(b)]) for a, b in zip(sources, targets)]
         prefix = graph_prefix(len(nodes), edges, RETARGET_PREFIX_NODES)
@@ -3033,8 +3033,9 @@ class RetargetedGraph:
                           for i, size in enumerate(sizes)]
                 words = []      # (the word in its parameter, k, offset into buffers[k])
                 for value in values:
-                    for at in range(0, len(value.raw) - ADDRESS_BYTES + 1, ADDRESS_BYTES):
-                        found = place(int.from_bytes(value.raw[at:at + ADDRESS_BYTES], "little"))
+                    data = value.raw        # a copy of the parameter's bytes
+                    for at in range(0, len(data) - ADDRESS_BYTES + 1, ADDRESS_BYTES):
+                        found = place(int.from_bytes(data[at:at + ADDRESS_BYTES], "little"))
                         if found is not None:
                             words.append((ctypes.c_uint64.from_buffer(value, at), *found))
                 if words:
