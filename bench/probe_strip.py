@@ -18,6 +18,15 @@ CTA per column strip of every matrix:
 V's entries come from H (L2) as each mma fragment needs them. Each
 configuration is checked against main's kernel on the same input and timed
 alone (h restored, L2 flushed, events; the median of `reps`).
+
+With `tiles` (V staged), phase 2 gives each warp one 16 x 8 tile of P over
+every chunk, so that no warp waits on another's partial sums; V is staged
+as the unit lower trapezoid itself (ones on the diagonal, zeros above it
+and past n - c) so that its loads need no tests, its entries and C's are
+split in two bf16 terms (the three products use no third), and phase 3
+gives each thread four rows of one column of Y.
+
+    python bench/probe_strip.py --shapes 640x512 --tiles-only
 """
 import argparse
 import os
@@ -59,6 +68,21 @@ def _copy_async_wait(*, loc=None, ip=None):
     llvm.inline_asm(None, [], "cp.async.wait_all;", "", has_side_effects=True, asm_dialect=0, loc=loc, ip=ip)
 
 
+@dsl_user_op
+def _bf16_split2(x0, x1, *, loc=None, ip=None):
+    """(big, middle): two registers of two bf16 each (x0's in the low half), as `_bf16_split`'s first two."""
+    i32 = cutlass.Int32.mlir_type
+    terms = llvm.inline_asm(
+        llvm.StructType.get_literal([i32] * 2),
+        [cutlass.Float32(x0).ir_value(loc=loc, ip=ip), cutlass.Float32(x1).ir_value(loc=loc, ip=ip)],
+        "{ .reg .b32 t0, t1; .reg .f32 r0, r1; "
+        "cvt.rn.bf16x2.f32 $0, $3, $2; shl.b32 t0, $0, 16; and.b32 t1, $0, 0xffff0000; "
+        "sub.f32 r0, $2, t0; sub.f32 r1, $3, t1; "
+        "cvt.rn.bf16x2.f32 $1, r1, r0; }",
+        "=&r,=&r,f,f", has_side_effects=False, asm_dialect=0, loc=loc, ip=ip)
+    return [cutlass.Int32(llvm.extractvalue(i32, terms, [k], loc=loc, ip=ip)) for k in range(2)]
+
+
 class StripUpdate:
     """C := C - V T^T V^T C, C = H[b, c:n, col_lo:col_hi], one CTA per BN columns of C and matrix b.
 
@@ -69,9 +93,13 @@ class StripUpdate:
     """
 
     def __init__(self, rows: int, width: int, block_n: int, threads: int, stage_v: bool,
-                 phases: tuple = (2, 3, 4)):
+                 phases: tuple = (2, 3, 4), tiles: bool = False):
         self.phases = phases            # of 2-4 (a probe of where the time goes: the others are skipped)
         assert width == 32 and block_n % 8 == 0 and rows % 16 == 0
+        # a warp a tile of P (2 x BN / 8 tiles), four entries of Y a thread
+        assert not tiles or (stage_v and threads == WARP * block_n // 4)
+        self.tiles = tiles
+        self.split = _bf16_split2 if tiles else _bf16_split
         self.rows = rows
         self.width = width
         self.block_n = block_n
@@ -91,14 +119,17 @@ class StripUpdate:
     def _v(self, mH, sV, b, r, col, c, m):
         """V[c + r, col] (r local to the strip, col within the panel at c)."""
         x = cutlass.Float32(0.0)
-        if r < m:
-            if r > col:
-                if cutlass.const_expr(self.stage_v):
-                    x = sV[r, col]
-                else:
-                    x = mH[b, c + r, c + col]
-            if r == col:
-                x = cutlass.Float32(1.0)
+        if cutlass.const_expr(self.tiles):
+            x = sV[r, col]          # staged as the trapezoid itself
+        else:
+            if r < m:
+                if r > col:
+                    if cutlass.const_expr(self.stage_v):
+                        x = sV[r, col]
+                    else:
+                        x = mH[b, c + r, c + col]
+                if r == col:
+                    x = cutlass.Float32(1.0)
         return x
 
     @cute.jit
@@ -165,12 +196,27 @@ class StripUpdate:
                 _copy_async_16(sV.iterator + r * self.ldv + k, mH.iterator + src, r < m)
         _copy_async_wait()
         cute.arch.sync_threads()
+        if cutlass.const_expr(self.tiles):      # V's top square: ones on the diagonal, zeros above
+            for e in cutlass.range(tidx, W * W, self.threads):
+                r = e // W
+                col = e % W
+                if col > r:
+                    sV[r, col] = cutlass.Float32(0.0)
+                if col == r:
+                    sV[r, col] = cutlass.Float32(1.0)
+            cute.arch.sync_threads()
 
         # ----- 2. P := V^T C: warp-partial sums over 16-row chunks, then added in warp order -----
         if cutlass.const_expr(2 in self.phases):
-            self._project(mH, sC, sV, sP, b, c, m, chunks, warp, group, pair)
+            if cutlass.const_expr(self.tiles):
+                self._project_tiles(sC, sV, sP, chunks, warp, group, pair)
+            else:
+                self._project(mH, sC, sV, sP, b, c, m, chunks, warp, group, pair)
         if cutlass.const_expr(3 in self.phases):
-            self._reflect(sT, sP, sY, tidx)
+            if cutlass.const_expr(self.tiles):
+                self._reflect_columns(sT, sP, sY, tidx)
+            else:
+                self._reflect(sT, sP, sY, tidx)
         if cutlass.const_expr(4 in self.phases):
             self._apply(mH, sC, sV, sY, b, c, m, chunks, warp, group, pair)
         cute.arch.sync_threads()
@@ -228,6 +274,54 @@ class StripUpdate:
             cute.arch.sync_threads()
 
     @cute.jit
+    def _project_tiles(self, sC, sV, sP, chunks, warp, group, pair):
+        """2. P := V^T C, warp (mt, nt) summing P's rows 16 mt .. + 16 and columns 8 nt .. + 8 over every
+        chunk: one accumulator a product, so that a chunk's three mma do not wait on each other"""
+        NT = self.block_n // 8
+        mt = warp // NT
+        nt = warp % NT
+        acc = [[cutlass.Float32(0.0)] * 4 for _ in PRODUCTS]
+        for q in cutlass.range(0, 16 * chunks, 16, unroll=2):
+            # v[k][half][mm]: split k of V at rows q + 2t + 8 half + (0, 1), column 16 mt + g + 8 mm
+            # x[k][half]: split k of C at the same rows, column 8 nt + g
+            v = [[[None] * 2, [None] * 2] for _ in range(2)]
+            x = [[None] * 2 for _ in range(2)]
+            for half in cutlass.range_constexpr(2):
+                row = q + 2 * pair + 8 * half
+                for mm in cutlass.range_constexpr(2):
+                    col = 16 * mt + group + 8 * mm
+                    split = _bf16_split2(sV[row, col], sV[row + 1, col])
+                    for k in cutlass.range_constexpr(2):
+                        v[k][half][mm] = split[k]
+                split = _bf16_split2(sC[row, 8 * nt + group], sC[row + 1, 8 * nt + group])
+                for k in cutlass.range_constexpr(2):
+                    x[k][half] = split[k]
+            for p in cutlass.range_constexpr(len(PRODUCTS)):
+                ka, kb = PRODUCTS[p]
+                a = [v[ka][0][0], v[ka][0][1], v[ka][1][0], v[ka][1][1]]
+                acc[p] = _mma_bf16(a, [x[kb][0], x[kb][1]], acc[p])
+        for e in cutlass.range_constexpr(4):
+            sP[16 * mt + group + 8 * (e // 2), 8 * nt + 2 * pair + e % 2] = (acc[0][e] + acc[1][e]) + acc[2][e]
+        cute.arch.sync_threads()
+
+    @cute.jit
+    def _reflect_columns(self, sT, sP, sY, tidx):
+        """3. Y := T^T P, float32, thread e the rows 4 (e // BN) .. + 4 of column e % BN: a warp reads one
+        row of T a term (a broadcast) and a row of P"""
+        W = self.width
+        BN = self.block_n
+        j = tidx % BN
+        i0 = 4 * (tidx // BN)
+        y = [cutlass.Float32(0.0)] * 4
+        for l in cutlass.range_constexpr(W):
+            p = sP[l, j]
+            for d in cutlass.range_constexpr(4):
+                y[d] = y[d] + sT[l, i0 + d] * p
+        for d in cutlass.range_constexpr(4):
+            sY[i0 + d, j] = y[d]
+        cute.arch.sync_threads()
+
+    @cute.jit
     def _reflect(self, sT, sP, sY, tidx):
         """3. Y := T^T P, float32"""
         W = self.width
@@ -254,8 +348,8 @@ class StripUpdate:
             for half in cutlass.range_constexpr(2):
                 for nt in cutlass.range_constexpr(NT):
                     i = 16 * ks + 2 * pair + 8 * half
-                    split = _bf16_split(sY[i, 8 * nt + group], sY[i + 1, 8 * nt + group])
-                    for k in cutlass.range_constexpr(3):
+                    split = self.split(sY[i, 8 * nt + group], sY[i + 1, 8 * nt + group])
+                    for k in cutlass.range_constexpr(len(split)):
                         yf[k][ks][half][nt] = split[k]
         self._load_v_rows(rV, mH, sV, b, 16 * warp, c, m, group, pair)
         for q in cutlass.range(16 * warp, 16 * chunks, 16 * NW):
@@ -263,8 +357,8 @@ class StripUpdate:
             v = [[[None] * 4 for _ in range(2)] for _ in "bms"]
             for ks in cutlass.range_constexpr(2):
                 for e in cutlass.range_constexpr(4):
-                    split = _bf16_split(rV[8 * ks + 2 * e], rV[8 * ks + 2 * e + 1])
-                    for k in cutlass.range_constexpr(3):
+                    split = self.split(rV[8 * ks + 2 * e], rV[8 * ks + 2 * e + 1])
+                    for k in cutlass.range_constexpr(len(split)):
                         v[k][ks][e] = split[k]
             self._load_v_rows(rV, mH, sV, b, q + 16 * NW, c, m, group, pair)
             for nt in cutlass.range_constexpr(NT):
@@ -293,15 +387,16 @@ class StripUpdate:
 _COMPILED = {}
 
 
-def strip_update(h, t, n, lo, block_n, threads, stage_v, phases=(2, 3, 4)):
+def strip_update(h, t, n, lo, block_n, threads, stage_v, phases=(2, 3, 4), tiles=False):
     """Update columns [lo, n) of every matrix of h by the panel at c = 0 (V from h, T = t)."""
     rows = triton.cdiv(n, 16) * 16
-    key = (rows, block_n, threads, stage_v, phases)
+    key = (rows, block_n, threads, stage_v, phases, tiles)
     stream = cuda.CUstream(torch.cuda.current_stream().cuda_stream)
     args = (submission._cute_tensor(h), submission._cute_tensor(t), cutlass.Int32(0), cutlass.Int32(lo),
             cutlass.Int32(n))
     if key not in _COMPILED:
-        _COMPILED[key] = cute.compile(StripUpdate(rows, t.shape[-1], block_n, threads, stage_v, phases), *args, stream)
+        _COMPILED[key] = cute.compile(StripUpdate(rows, t.shape[-1], block_n, threads, stage_v, phases, tiles),
+                                      *args, stream)
     _COMPILED[key](*args, stream)
 
 
@@ -309,6 +404,8 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--shapes", default="640x512,60x1024,40x352")
     parser.add_argument("--reps", type=int, default=7)
+    parser.add_argument("--tiles-only", action="store_true",
+                        help="only the configurations that part the tiles' phases from the old ones (V staged)")
     args = parser.parse_args(argv)
     device = torch.device("cuda")
     torch.manual_seed(0)
@@ -321,17 +418,19 @@ def main(argv: list[str]) -> int:
         t = (0.1 * torch.randn(batch, W, W, device=device)).triu().contiguous()
         print(f"--- {shape}, c = 0, columns [{W}, {n})", flush=True)
         configurations = [("main fused W32 BM 32 BN 64", lambda: main_fused(h, t, n, W, 4, 32, 64))]
-        for block_n, threads, stage_v, phases in (
-                (32, 256, False, (2, 3, 4)), (32, 256, True, (2, 3, 4)), (32, 256, False, (2, 3)),
-                (32, 256, True, (2, 3)), (32, 256, True, (2,)), (32, 256, False, ()), (32, 256, True, ()),
-                (64, 256, False, (2, 3, 4)),
-                (64, 256, False, ()), (16, 128, False, (2, 3, 4)), (16, 128, False, ())):
+        staged = [(32, 256, True, phases, tiles) for tiles in (False, True) for phases in ((2, 3, 4), (2, 3), (2,))]
+        everything = [(32, 256, False, (2, 3, 4)), (32, 256, True, (2, 3, 4)), (32, 256, False, (2, 3)),
+                      (32, 256, True, (2, 3)), (32, 256, True, (2,)), (32, 256, False, ()), (32, 256, True, ()),
+                      (64, 256, False, (2, 3, 4)), (64, 256, False, ()), (16, 128, False, (2, 3, 4)),
+                      (16, 128, False, ())]
+        for block_n, threads, stage_v, phases, *tiles in (staged + [(32, 256, True, ())] if args.tiles_only
+                                                          else everything + staged[3:]):
             smem = 4 * (n * (block_n + 4) + stage_v * n * (W + 4) + 2 * W * block_n + W * W)
             if smem > 227 * 1024:
                 continue
-            configurations.append((f"strip BN {block_n} threads {threads}{' V staged' if stage_v else ''} "
-                                   f"phases {''.join(map(str, phases)) or '-'}",
-                                   lambda a=(block_n, threads, stage_v, phases): strip_update(h, t, n, W, *a)))
+            configurations.append((f"strip BN {block_n} threads {threads}{' V staged' if stage_v else ''}"
+                                   f"{' tiles' if tiles and tiles[0] else ''} phases {''.join(map(str, phases)) or '-'}",
+                                   lambda a=(block_n, threads, stage_v, phases, *tiles): strip_update(h, t, n, W, *a)))
         expected = None
         for name, launch in configurations:
             h.copy_(pristine)
@@ -339,7 +438,7 @@ def main(argv: list[str]) -> int:
                 launch()
                 torch.cuda.synchronize()
             except Exception as error:
-                print(f"{name:36s} failed: {type(error).__name__}: {str(error)[:300]}", flush=True)
+                print(f"{name:44s} failed: {type(error).__name__}: {str(error)[:300]}", flush=True)
                 continue
             if expected is None:
                 expected, diff = h.clone(), 0.0
@@ -348,7 +447,7 @@ def main(argv: list[str]) -> int:
             else:
                 diff = ((h - expected).abs().max() / expected.abs().max()).item()
             median = median_us(launch, lambda: h.copy_(pristine), args.reps, device, queued=True)
-            print(f"{name:36s} {median:9.1f} us   max diff {diff:.1e}", flush=True)
+            print(f"{name:44s} {median:9.1f} us   max diff {diff:.1e}", flush=True)
         del pristine, h, expected
         torch.cuda.empty_cache()
     return 0
