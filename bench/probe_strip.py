@@ -120,7 +120,7 @@ class StripUpdate:
         """V[c + r, col] (r local to the strip, col within the panel at c)."""
         x = cutlass.Float32(0.0)
         if cutlass.const_expr(self.tiles):
-            x = sV[r, col]          # staged as the trapezoid itself
+            x = sV[cutlass.min(r, self.rows - 1), col]      # the trapezoid itself; past it, a prefetch not used
         else:
             if r < m:
                 if r > col:
