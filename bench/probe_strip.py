@@ -83,6 +83,14 @@ def _bf16_split2(x0, x1, *, loc=None, ip=None):
     return [cutlass.Int32(llvm.extractvalue(i32, terms, [k], loc=loc, ip=ip)) for k in range(2)]
 
 
+@dsl_user_op
+def _bits(x, *, loc=None, ip=None):
+    """A float32's bits as an Int32 (timing only: see `fake_planes`)."""
+    i32 = cutlass.Int32.mlir_type
+    return cutlass.Int32(llvm.inline_asm(i32, [cutlass.Float32(x).ir_value(loc=loc, ip=ip)], "mov.b32 $0, $1;",
+                                         "=r,f", has_side_effects=False, asm_dialect=0, loc=loc, ip=ip))
+
+
 class StripUpdate:
     """C := C - V T^T V^T C, C = H[b, c:n, col_lo:col_hi], one CTA per BN columns of C and matrix b.
 
@@ -93,12 +101,16 @@ class StripUpdate:
     """
 
     def __init__(self, rows: int, width: int, block_n: int, threads: int, stage_v: bool,
-                 phases: tuple = (2, 3, 4), tiles: bool = False):
+                 phases: tuple = (2, 3, 4), tiles: bool = False, unroll: int = 2, fake_planes: bool = False):
         self.phases = phases            # of 2-4 (a probe of where the time goes: the others are skipped)
         assert width == 32 and block_n % 8 == 0 and rows % 16 == 0
         # a warp a tile of P (2 x BN / 8 tiles), four entries of Y a thread
         assert not tiles or (stage_v and threads == WARP * block_n // 4)
         self.tiles = tiles
+        self.unroll = unroll            # chunks of the tiles' phase 2 loop unrolled
+        # timing only: the tiles' phase 2 takes V's two fp32 rows as if they were its bf16 planes (the loads
+        # of planes made once a panel, without the splits; wrong products)
+        self.fake_planes = fake_planes
         self.split = _bf16_split2 if tiles else _bf16_split
         self.rows = rows
         self.width = width
@@ -281,7 +293,7 @@ class StripUpdate:
         mt = warp // NT
         nt = warp % NT
         acc = [[cutlass.Float32(0.0)] * 4 for _ in PRODUCTS]
-        for q in cutlass.range(0, 16 * chunks, 16, unroll=2):
+        for q in cutlass.range(0, 16 * chunks, 16, unroll=self.unroll):
             # v[k][half][mm]: split k of V at rows q + 2t + 8 half + (0, 1), column 16 mt + g + 8 mm
             # x[k][half]: split k of C at the same rows, column 8 nt + g
             v = [[[None] * 2, [None] * 2] for _ in range(2)]
@@ -290,7 +302,10 @@ class StripUpdate:
                 row = q + 2 * pair + 8 * half
                 for mm in cutlass.range_constexpr(2):
                     col = 16 * mt + group + 8 * mm
-                    split = _bf16_split2(sV[row, col], sV[row + 1, col])
+                    if cutlass.const_expr(self.fake_planes):
+                        split = [_bits(sV[row, col]), _bits(sV[row + 1, col])]
+                    else:
+                        split = _bf16_split2(sV[row, col], sV[row + 1, col])
                     for k in cutlass.range_constexpr(2):
                         v[k][half][mm] = split[k]
                 split = _bf16_split2(sC[row, 8 * nt + group], sC[row + 1, 8 * nt + group])
@@ -387,15 +402,15 @@ class StripUpdate:
 _COMPILED = {}
 
 
-def strip_update(h, t, n, lo, block_n, threads, stage_v, phases=(2, 3, 4), tiles=False):
+def strip_update(h, t, n, lo, block_n, threads, stage_v, phases=(2, 3, 4), tiles=False, **options):
     """Update columns [lo, n) of every matrix of h by the panel at c = 0 (V from h, T = t)."""
     rows = triton.cdiv(n, 16) * 16
-    key = (rows, block_n, threads, stage_v, phases, tiles)
+    key = (rows, block_n, threads, stage_v, phases, tiles, tuple(sorted(options.items())))
     stream = cuda.CUstream(torch.cuda.current_stream().cuda_stream)
     args = (submission._cute_tensor(h), submission._cute_tensor(t), cutlass.Int32(0), cutlass.Int32(lo),
             cutlass.Int32(n))
     if key not in _COMPILED:
-        _COMPILED[key] = cute.compile(StripUpdate(rows, t.shape[-1], block_n, threads, stage_v, phases, tiles),
+        _COMPILED[key] = cute.compile(StripUpdate(rows, t.shape[-1], block_n, threads, stage_v, phases, tiles, **options),
                                       *args, stream)
     _COMPILED[key](*args, stream)
 
@@ -404,6 +419,8 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--shapes", default="640x512,60x1024,40x352")
     parser.add_argument("--reps", type=int, default=7)
+    parser.add_argument("--tiles-phase-2", action="store_true",
+                        help="only the tiles' phase 2 (unrolled 2 and 4 chunks, with V's splits and without)")
     parser.add_argument("--tiles-only", action="store_true",
                         help="only the configurations that part the tiles' phases from the old ones (V staged)")
     args = parser.parse_args(argv)
@@ -431,6 +448,13 @@ def main(argv: list[str]) -> int:
             configurations.append((f"strip BN {block_n} threads {threads}{' V staged' if stage_v else ''}"
                                    f"{' tiles' if tiles and tiles[0] else ''} phases {''.join(map(str, phases)) or '-'}",
                                    lambda a=(block_n, threads, stage_v, phases, *tiles): strip_update(h, t, n, W, *a)))
+        if args.tiles_phase_2:
+            configurations = configurations[:1]
+            for phases, options in (((2,), {}), ((2,), {"unroll": 4}), ((2,), {"fake_planes": True}),
+                                    ((2, 3), {"fake_planes": True}), ((), {})):
+                configurations.append((f"strip tiles phases {''.join(map(str, phases)) or '-'} {options}",
+                                       lambda a=(32, 256, True, phases, True), o=options: strip_update(h, t, n, W, *a,
+                                                                                                      **o)))
         expected = None
         for name, launch in configurations:
             h.copy_(pristine)
