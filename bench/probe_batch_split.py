@@ -2,6 +2,7 @@
 by side with the whole batch (GPU).
 
     python bench/probe_batch_split.py [--shapes 640x512] [--parts 2,4] [--rounds 7]
+    python bench/probe_batch_split.py --bits [--shapes 640x512] [--parts 2,4]
 
 The question: 640x512's panels run in two waves (640 panels of 512 x 32
 floats do not fit the SMs' shared memory at once), the second ~60% full,
@@ -16,6 +17,13 @@ launches eagerly here and may be host-bound; its `done` ordering is not
 used (one caller). Cases, checks and timing are ab.py's
 (`time_side_by_side`); bits may differ from the whole batch's where a
 part's plan differs.
+
+`--bits` times nothing: per matrix of the benchmark case's input, where
+the parts' H differs from the whole batch's by more than BITS_TOLERANCE,
+it prints the first column j that differs so, R[j, j] both ways and the
+largest difference left of j. A sign flipped at j (R[j, j] negated, the
+columns before it alike) is what a diagonal entry within rounding of 0
+before the reflection gives.
 """
 import argparse
 import os
@@ -31,6 +39,8 @@ os.environ["QR_SKIP_PRECOMPILE"] = "1"
 
 import ab  # noqa: E402
 import submission  # noqa: E402
+
+BITS_TOLERANCE = 1e-3
 
 
 def split_factor(parts: int, concurrent: bool):
@@ -66,6 +76,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--shapes", default="640x512")
     parser.add_argument("--parts", default="2,4")
     parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--bits", action="store_true", help="where the parts' bits differ, instead of timing")
     args = parser.parse_args(argv)
 
     variants = {"whole": submission.custom_kernel}
@@ -73,6 +84,24 @@ def main(argv: list[str]) -> int:
         variants[f"{parts} one stream"] = split_factor(parts, False)
         variants[f"{parts} streams"] = split_factor(parts, True)
     shapes = {tuple(map(int, s.split("x"))) for s in args.shapes.split(",") if s}
+    if args.bits:
+        for case in ab.benchmark_cases(shapes):
+            data = ab.compare._inputs(case.args)[0]
+            whole = submission.custom_kernel(data)[0].clone()
+            for parts in map(int, args.parts.split(",")):
+                h, _ = split_factor(parts, False)(data)
+                torch.cuda.synchronize()
+                differs = (h - whole).abs().amax(dim=1) > BITS_TOLERANCE      # (batch, columns)
+                flagged = differs.any(dim=1).nonzero().flatten().tolist()
+                print(f"{case.args}: {parts} parts, {len(flagged)} of {data.shape[0]} matrices differ by more "
+                      f"than {BITS_TOLERANCE}", flush=True)
+                for b in flagged[:12]:
+                    j = int(differs[b].nonzero()[0])
+                    left = (h[b, :, :j] - whole[b, :, :j]).abs().max().item() if j else 0.0
+                    print(f"  matrix {b}: column {j}, R[j, j] whole {whole[b, j, j].item():+.6e} parts "
+                          f"{h[b, j, j].item():+.6e}, left of j {left:.1e}, largest "
+                          f"{(h[b] - whole[b]).abs().max().item():.3e}", flush=True)
+        return 0
     return 0 if ab.time_side_by_side(ab.benchmark_cases(shapes), variants, args.rounds) else 1
 
 
