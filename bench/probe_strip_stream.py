@@ -1,0 +1,359 @@
+"""A trailing update by one CTA a matrix that streams its column strips through shared memory, loading
+the next strip while it updates this one (CuTe, mma.sync), against main's (GPU).
+
+    python bench/probe_strip_stream.py [--shapes 640x512] [--reps 7]
+
+`probe_strip.py`'s one-CTA-a-strip kernel loads, multiplies and stores in
+series, and stages V (fp32) and splits it again for every strip. Here CTA b
+updates C = H[b, c:n, col_lo:col_hi] by the panel at c (V: m x W, unit
+lower trapezoid, T: W x W upper, W = 32):
+
+0. V's big and middle bf16 terms go to shared memory once, as two planes
+   of m x W bf16 (rows of 64 bytes, their 16-byte chunks swizzled by
+   (row / 2) % 4 so that the eight rows an `ldmatrix` reads fill 32 banks),
+   with ones on the diagonal, zeros above it and past m;
+1. strip s + 1 is loaded by cp.async into the other of two fp32 buffers
+   while strip s is updated (the buffers alternate; a barrier after each
+   strip's store frees its buffer for the load two strips on);
+2. P = V^T C: warp (k, mt, nt) sums the 16 x 8 tile (mt, nt) of P over its
+   share k of the 16-row chunks, its V fragments read by `ldmatrix.trans`
+   from the planes, C's split in registers; three products (3xBF16);
+3. Y = T^T P in float32, a thread a few rows of one column;
+4. C -= V Y on tensor cores (V by `ldmatrix`), in the buffer; then the strip
+   is stored (16-byte stores).
+
+Shared memory: two strips of m x (BN + 4) floats, the planes (m x W x 4
+bytes), T, P and Y; at m = 512, BN = 32: 220 KB, one CTA an SM. Each
+configuration is checked against main's kernel on the same input and timed
+alone (h restored, L2 flushed, events; the median of `reps`).
+"""
+import argparse
+import os
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ["QR_SKIP_PRECOMPILE"] = "1"
+
+import torch  # noqa: E402
+import triton  # noqa: E402
+
+import submission  # noqa: E402
+from probe_strip import PRODUCTS, _bf16_split2, _copy_async_16, _copy_async_wait  # noqa: E402
+from probe_tma import main_fused  # noqa: E402
+from probe_update import median_us  # noqa: E402
+from submission import WARP, _mma_bf16, cute, cutlass, cuda, SmemAllocator  # noqa: E402
+from submission import dsl_user_op, llvm  # noqa: E402
+
+
+@dsl_user_op
+def _ldmatrix_x4(address, transpose: bool, *, loc=None, ip=None):
+    """Four 8 x 8 bf16 matrices from shared memory (ldmatrix .x4): lane i gives the 16-byte row at `address`
+    (a 32-bit shared address) of row i % 8 of matrix i // 8, and gets one register of each matrix, in mma's
+    fragment layout (of the transpose with `transpose`)."""
+    i32 = cutlass.Int32.mlir_type
+    result = llvm.inline_asm(
+        llvm.StructType.get_literal([i32] * 4), [cutlass.Int32(address).ir_value(loc=loc, ip=ip)],
+        f"ldmatrix.sync.aligned.m8n8.x4{'.trans' if transpose else ''}.shared.b16 {{$0, $1, $2, $3}}, [$4];",
+        "=r,=r,=r,=r,r", has_side_effects=True, asm_dialect=0, loc=loc, ip=ip)
+    return [cutlass.Int32(llvm.extractvalue(i32, result, [k], loc=loc, ip=ip)) for k in range(4)]
+
+
+@dsl_user_op
+def _store_global_v4(address, x0, x1, x2, x3, *, loc=None, ip=None):
+    """16 bytes (four floats) to global memory at `address` (a 64-bit address, 16-byte aligned)."""
+    llvm.inline_asm(
+        None, [cutlass.Int64(address).ir_value(loc=loc, ip=ip)]
+        + [cutlass.Float32(x).ir_value(loc=loc, ip=ip) for x in (x0, x1, x2, x3)],
+        "st.global.v4.f32 [$0], {$1, $2, $3, $4};", "l,f,f,f,f", has_side_effects=True, asm_dialect=0,
+        loc=loc, ip=ip)
+
+
+class StreamedStrips:
+    """C := C - V T^T V^T C, C = H[b, c:n, col_lo:col_hi], one CTA a matrix b, BN-column strips in turn.
+
+    `rows` bounds m = n - c (a multiple of 16); n, c, col_lo and col_hi are multiples of 4 (16-byte copies).
+    `phases` (timing only) skips the products not listed (2: P, 3: Y, 4: C -= V Y): () is the streamed copy.
+    """
+
+    def __init__(self, rows: int, width: int, block_n: int, threads: int, phases: tuple = (2, 3, 4)):
+        assert width == 32 and block_n == 32 and rows % 16 == 0
+        self.rows = rows
+        self.width = width
+        self.block_n = block_n
+        self.threads = threads
+        self.tiles = 2 * (block_n // 8)                 # 16 x 8 tiles of P
+        self.shares = threads // WARP // self.tiles     # warps that sum one tile, each over a share of chunks
+        assert self.shares * self.tiles * WARP == threads and self.shares in (1, 2)
+        self.phases = phases
+        self.ld = block_n + 4           # fragment reads of a strip land on 32 distinct banks
+
+    @cute.jit
+    def __call__(self, mH: cute.Tensor, mT: cute.Tensor, c: cutlass.Int32, col_lo: cutlass.Int32,
+                 col_hi: cutlass.Int32, stream: cuda.CUstream):
+        self.kernel(mH, mT, c, col_lo, col_hi).launch(
+            grid=(mH.shape[0], 1, 1), block=(self.threads, 1, 1), stream=stream)
+
+    @cute.jit
+    def _plane_word(self, r, p):
+        """Word offset in a plane of V's bf16 pair p (columns 2p, 2p + 1) of row r: 16 words a row, 16-byte
+        chunk p // 4 swizzled by (r / 2) % 4."""
+        return r * 16 + ((p // 4) ^ ((r // 2) % 4)) * 4 + p % 4
+
+    @cute.jit
+    def _plane_row(self, r, chunk):
+        """Word offset of the 16-byte chunk `chunk` (columns 8 chunk .. + 8) of row r."""
+        return r * 16 + (chunk ^ ((r // 2) % 4)) * 4
+
+    @cute.kernel
+    def kernel(self, mH: cute.Tensor, mT: cute.Tensor, c: cutlass.Int32, col_lo: cutlass.Int32,
+               col_hi: cutlass.Int32):
+        W = self.width
+        BN = self.block_n
+        n = mH.shape[1]
+        tidx, _, _ = cute.arch.thread_idx()
+        lane = tidx % WARP
+        warp = tidx // WARP
+        b, _, _ = cute.arch.block_idx()
+        m = n - c
+        chunks = (m + 15) // 16
+        strips = (col_hi - col_lo + BN - 1) // BN
+        base = cutlass.Int64(b) * n * n
+
+        smem = SmemAllocator()
+        strip_layout = cute.make_layout((self.rows, self.ld), stride=(self.ld, 1))
+        sC0 = smem.allocate_tensor(cutlass.Float32, strip_layout, 16)
+        sC1 = smem.allocate_tensor(cutlass.Float32, strip_layout, 16)
+        plane_layout = cute.make_layout((self.rows * W // 2,), stride=(1,))
+        sHi = smem.allocate_tensor(cutlass.Int32, plane_layout, 128)
+        sLo = smem.allocate_tensor(cutlass.Int32, plane_layout, 128)
+        sT = smem.allocate_tensor(cutlass.Float32, cute.make_layout((W, W), stride=(W, 1)), 16)
+        sP = smem.allocate_tensor(cutlass.Float32, cute.make_layout((W, BN), stride=(BN, 1)), 16)
+        sY = smem.allocate_tensor(cutlass.Float32, cute.make_layout((W, BN), stride=(BN, 1)), 16)
+
+        # ----- 0. the first strip and T by cp.async; V's planes (the trapezoid, split) -----
+        self._load_strip(mH, sC0, base, c, m, chunks, col_lo, col_hi, tidx)
+        for e in cutlass.range(tidx, W * W // 4, self.threads):
+            _copy_async_16(sT.iterator + 4 * e, mT.iterator + cutlass.Int64(b) * W * W + 4 * e, True)
+        for e in cutlass.range(tidx, 16 * chunks * (W // 2), self.threads, unroll=4):
+            r = e // (W // 2)
+            p = e % (W // 2)
+            x0 = cutlass.Float32(0.0)
+            x1 = cutlass.Float32(0.0)
+            if r < m:
+                x0 = mH[b, c + r, c + 2 * p]
+                x1 = mH[b, c + r, c + 2 * p + 1]
+            if 2 * p >= r:
+                x0 = cutlass.Float32(0.0)
+            if 2 * p == r:
+                x0 = cutlass.Float32(1.0)
+            if 2 * p + 1 >= r:
+                x1 = cutlass.Float32(0.0)
+            if 2 * p + 1 == r:
+                x1 = cutlass.Float32(1.0)
+            split = _bf16_split2(x0, x1)
+            sHi[self._plane_word(r, p)] = split[0]
+            sLo[self._plane_word(r, p)] = split[1]
+
+        for s in cutlass.range(strips, unroll=1):
+            j0 = col_lo + s * BN
+            # ----- 1. strip s is in; strip s + 1 starts loading into the other buffer -----
+            _copy_async_wait()
+            cute.arch.sync_threads()
+            if s + 1 < strips:
+                if s % 2 == 0:
+                    self._load_strip(mH, sC1, base, c, m, chunks, j0 + BN, col_hi, tidx)
+                else:
+                    self._load_strip(mH, sC0, base, c, m, chunks, j0 + BN, col_hi, tidx)
+            if s % 2 == 0:
+                self._update(sC0, sHi, sLo, sT, sP, sY, chunks, tidx, warp, lane)
+                self._store(mH, sC0, base, c, m, j0, col_hi, tidx)
+            else:
+                self._update(sC1, sHi, sLo, sT, sP, sY, chunks, tidx, warp, lane)
+                self._store(mH, sC1, base, c, m, j0, col_hi, tidx)
+            cute.arch.sync_threads()        # the buffer's reads done before the load two strips on
+
+    @cute.jit
+    def _load_strip(self, mH, sC, base, c, m, chunks, j0, col_hi, tidx):
+        """cp.async of C's rows [0, 16 chunks) and columns [j0, j0 + BN): zeros past m rows or col_hi."""
+        Q = self.block_n // 4
+        width = cutlass.min(self.block_n, col_hi - j0)
+        for e in cutlass.range(tidx, 16 * chunks * Q, self.threads, unroll=4):
+            r = e // Q
+            k = 4 * (e % Q)
+            src = base + cutlass.Int64(c + cutlass.min(r, m - 1)) * mH.shape[1] + j0 + cutlass.min(k, width - 4)
+            _copy_async_16(sC.iterator + r * self.ld + k, mH.iterator + src, r < m and k < width)
+
+    @cute.jit
+    def _update(self, sC, sHi, sLo, sT, sP, sY, chunks, tidx, warp, lane):
+        if cutlass.const_expr(2 in self.phases):
+            self._project(sC, sHi, sLo, sP, chunks, warp, lane)
+        if cutlass.const_expr(3 in self.phases):
+            self._reflect(sT, sP, sY, tidx)
+        if cutlass.const_expr(4 in self.phases):
+            self._apply(sC, sHi, sLo, sY, chunks, warp, lane)
+        cute.arch.sync_threads()
+
+    @cute.jit
+    def _project(self, sC, sHi, sLo, sP, chunks, warp, lane):
+        """2. P := V^T C, warp (share, mt, nt) summing tile (mt, nt) over the chunks share, share + shares,
+        ...; share 0 writes its sums, share 1 adds its own after a barrier"""
+        NT = self.block_n // 8
+        group = lane // 4
+        pair = lane % 4
+        tile = warp % self.tiles
+        share = warp // self.tiles
+        mt = tile // NT
+        nt = tile % NT
+        acc = [[cutlass.Float32(0.0)] * 4 for _ in PRODUCTS]
+        # lane i addresses row i % 8 + 8 (i // 16) of the chunk, 16-byte chunk 2 mt + (i // 8) % 2 of V's row
+        v_row = lane % 8 + 8 * (lane // 16)
+        v_chunk = 2 * mt + (lane // 8) % 2
+        for q in cutlass.range(16 * share, 16 * chunks, 16 * self.shares, unroll=2):
+            word = self._plane_row(q + v_row, v_chunk)
+            v = (_ldmatrix_x4((sHi.iterator + word).toint(), True), _ldmatrix_x4((sLo.iterator + word).toint(), True))
+            x = [[None] * 2 for _ in range(2)]      # x[k][half]: split k of C at rows q + 2t + 8 half + (0, 1)
+            for half in cutlass.range_constexpr(2):
+                row = q + 2 * pair + 8 * half
+                split = _bf16_split2(sC[row, 8 * nt + group], sC[row + 1, 8 * nt + group])
+                for k in cutlass.range_constexpr(2):
+                    x[k][half] = split[k]
+            for p in cutlass.range_constexpr(len(PRODUCTS)):
+                ka, kb = PRODUCTS[p]
+                acc[p] = _mma_bf16(v[ka], x[kb], acc[p])
+        for s in cutlass.range_constexpr(self.shares):
+            if share == s:
+                for e in cutlass.range_constexpr(4):
+                    i = 16 * mt + group + 8 * (e // 2)
+                    j = 8 * nt + 2 * pair + e % 2
+                    total = (acc[0][e] + acc[1][e]) + acc[2][e]
+                    if cutlass.const_expr(s == 0):
+                        sP[i, j] = total
+                    else:
+                        sP[i, j] = sP[i, j] + total
+            cute.arch.sync_threads()
+
+    @cute.jit
+    def _reflect(self, sT, sP, sY, tidx):
+        """3. Y := T^T P, float32, thread e the rows R (e // BN) .. + R of column e % BN (R = W BN / threads)"""
+        W = self.width
+        BN = self.block_n
+        R = W * BN // self.threads
+        j = tidx % BN
+        i0 = R * (tidx // BN)
+        y = [cutlass.Float32(0.0)] * R
+        for l in cutlass.range_constexpr(W):
+            p = sP[l, j]
+            for d in cutlass.range_constexpr(R):
+                y[d] = y[d] + sT[l, i0 + d] * p
+        for d in cutlass.range_constexpr(R):
+            sY[i0 + d, j] = y[d]
+        cute.arch.sync_threads()
+
+    @cute.jit
+    def _apply(self, sC, sHi, sLo, sY, chunks, warp, lane):
+        """4. C -= V Y on 16-row chunks warp, warp + warps, ..., Y's fragments split once by every warp"""
+        NT = self.block_n // 8
+        warps = self.threads // WARP
+        group = lane // 4
+        pair = lane % 4
+        # y[k][ks][nt]: split k of Y at rows 16 ks + 2t + 8 half + (0, 1) (half 0, 1), column 8 nt + g
+        y = [[[None] * NT for _ in range(2)] for _ in range(2)]
+        for ks in cutlass.range_constexpr(2):
+            for nt in cutlass.range_constexpr(NT):
+                halves = [None, None]
+                for half in cutlass.range_constexpr(2):
+                    i = 16 * ks + 2 * pair + 8 * half
+                    halves[half] = _bf16_split2(sY[i, 8 * nt + group], sY[i + 1, 8 * nt + group])
+                for k in cutlass.range_constexpr(2):
+                    y[k][ks][nt] = [halves[0][k], halves[1][k]]
+        # lane i addresses row i % 8 + 8 ((i // 8) % 2) of the chunk, 16-byte chunk 2 ks + i // 16 of V's row
+        v_row = lane % 8 + 8 * ((lane // 8) % 2)
+        for q in cutlass.range(16 * warp, 16 * chunks, 16 * warps, unroll=1):
+            v = [[None, None], [None, None]]        # v[k][ks]
+            for ks in cutlass.range_constexpr(2):
+                word = self._plane_row(q + v_row, 2 * ks + lane // 16)
+                v[0][ks] = _ldmatrix_x4((sHi.iterator + word).toint(), False)
+                v[1][ks] = _ldmatrix_x4((sLo.iterator + word).toint(), False)
+            for nt in cutlass.range_constexpr(NT):
+                acc = [cutlass.Float32(0.0)] * 4
+                for ks in cutlass.range_constexpr(2):
+                    for p in cutlass.range_constexpr(len(PRODUCTS)):
+                        ka, kb = PRODUCTS[p]
+                        acc = _mma_bf16(v[ka][ks], y[kb][ks][nt], acc)
+                for e in cutlass.range_constexpr(4):
+                    r = q + group + 8 * (e // 2)
+                    j = 8 * nt + 2 * pair + e % 2
+                    sC[r, j] = sC[r, j] - acc[e]
+
+    @cute.jit
+    def _store(self, mH, sC, base, c, m, j0, col_hi, tidx):
+        """5. the strip back, 16 bytes a store (after `_update`'s last barrier)"""
+        Q = self.block_n // 4
+        width = cutlass.min(self.block_n, col_hi - j0)
+        for e in cutlass.range(tidx, m * Q, self.threads, unroll=4):
+            r = e // Q
+            k = 4 * (e % Q)
+            if k < width:
+                address = mH.iterator.toint() + 4 * (base + cutlass.Int64(c + r) * mH.shape[1] + j0 + k)
+                _store_global_v4(address, sC[r, k], sC[r, k + 1], sC[r, k + 2], sC[r, k + 3])
+
+
+_COMPILED = {}
+
+
+def streamed_update(h, t, n, lo, threads, phases=(2, 3, 4)):
+    """Update columns [lo, n) of every matrix of h by the panel at c = 0 (V from h, T = t)."""
+    rows = triton.cdiv(n, 16) * 16
+    key = (rows, threads, phases)
+    stream = cuda.CUstream(torch.cuda.current_stream().cuda_stream)
+    args = (submission._cute_tensor(h), submission._cute_tensor(t), cutlass.Int32(0), cutlass.Int32(lo),
+            cutlass.Int32(n))
+    if key not in _COMPILED:
+        _COMPILED[key] = cute.compile(StreamedStrips(rows, t.shape[-1], 32, threads, phases), *args, stream)
+    _COMPILED[key](*args, stream)
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--shapes", default="640x512")
+    parser.add_argument("--reps", type=int, default=7)
+    args = parser.parse_args(argv)
+    device = torch.device("cuda")
+    torch.manual_seed(0)
+    W = submission.PANEL_WIDTH
+    print(f"{torch.cuda.get_device_name()}; median of {args.reps}", flush=True)
+    for shape in args.shapes.split(","):
+        batch, n = map(int, shape.split("x"))
+        pristine = torch.randn(batch, n, n, device=device) / n ** 0.5
+        h = pristine.clone()
+        t = (0.1 * torch.randn(batch, W, W, device=device)).triu().contiguous()
+        print(f"--- {shape}, c = 0, columns [{W}, {n})", flush=True)
+        configurations = [("main fused W32 BM 32 BN 64", lambda: main_fused(h, t, n, W, 4, 32, 64))]
+        for threads in (256, 512):
+            for phases in ((2, 3, 4), (2, 3), ()):
+                configurations.append((f"streamed threads {threads} phases {''.join(map(str, phases)) or '-'}",
+                                       lambda a=(threads, phases): streamed_update(h, t, n, W, *a)))
+        expected = None
+        for name, launch in configurations:
+            h.copy_(pristine)
+            try:
+                launch()
+                torch.cuda.synchronize()
+            except Exception as error:
+                print(f"{name:40s} failed: {type(error).__name__}: {str(error)[:300]}", flush=True)
+                return 1
+            if expected is None:
+                expected, diff = h.clone(), 0.0
+            elif "phases 234" not in name:
+                diff = float("nan")
+            else:
+                diff = ((h - expected).abs().max() / expected.abs().max()).item()
+            median = median_us(launch, lambda: h.copy_(pristine), args.reps, device, queued=True)
+            print(f"{name:40s} {median:9.1f} us   max diff {diff:.1e}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
