@@ -206,22 +206,29 @@ class StreamedStrips:
         share = warp // self.tiles
         mt = tile // NT
         nt = tile % NT
-        acc = [[cutlass.Float32(0.0)] * 4 for _ in PRODUCTS]
+        # acc[2 u + p]: product p of the chunks of parity u in the warp's share (independent mma chains)
+        acc = [[cutlass.Float32(0.0)] * 4 for _ in range(2 * len(PRODUCTS))]
         # lane i addresses row i % 8 + 8 (i // 16) of the chunk, 16-byte chunk 2 mt + (i // 8) % 2 of V's row
         v_row = lane % 8 + 8 * (lane // 16)
         v_chunk = 2 * mt + (lane // 8) % 2
-        for q in cutlass.range(16 * share, 16 * chunks, 16 * self.shares, unroll=2):
-            word = self._plane_row(q + v_row, v_chunk)
-            v = (_ldmatrix_x4((sHi.iterator + word).toint(), True), _ldmatrix_x4((sLo.iterator + word).toint(), True))
-            x = [[None] * 2 for _ in range(2)]      # x[k][half]: split k of C at rows q + 2t + 8 half + (0, 1)
-            for half in cutlass.range_constexpr(2):
-                row = q + 2 * pair + 8 * half
-                split = _bf16_split2(sC[row, 8 * nt + group], sC[row + 1, 8 * nt + group])
-                for k in cutlass.range_constexpr(2):
-                    x[k][half] = split[k]
-            for p in cutlass.range_constexpr(len(PRODUCTS)):
-                ka, kb = PRODUCTS[p]
-                acc[p] = _mma_bf16(v[ka], x[kb], acc[p])
+        for q0 in cutlass.range(16 * share, 16 * chunks, 32 * self.shares, unroll=1):   # 2 shares | chunks
+            for u in cutlass.range_constexpr(2):
+                q = q0 + 16 * self.shares * u
+                word = self._plane_row(q + v_row, v_chunk)
+                v = (_ldmatrix_x4((sHi.iterator + word).toint(), True),
+                     _ldmatrix_x4((sLo.iterator + word).toint(), True))
+                x = [[None] * 2 for _ in range(2)]      # x[k][half]: split k of C at rows q + 2t + 8 half + (0, 1)
+                for half in cutlass.range_constexpr(2):
+                    row = q + 2 * pair + 8 * half
+                    split = _bf16_split2(sC[row, 8 * nt + group], sC[row + 1, 8 * nt + group])
+                    for k in cutlass.range_constexpr(2):
+                        x[k][half] = split[k]
+                for p in cutlass.range_constexpr(len(PRODUCTS)):
+                    ka, kb = PRODUCTS[p]
+                    acc[3 * u + p] = _mma_bf16(v[ka], x[kb], acc[3 * u + p])
+        for p in cutlass.range_constexpr(len(PRODUCTS)):
+            for e in cutlass.range_constexpr(4):
+                acc[p][e] = acc[p][e] + acc[3 + p][e]
         for s in cutlass.range_constexpr(self.shares):
             if share == s:
                 for e in cutlass.range_constexpr(4):
@@ -276,16 +283,18 @@ class StreamedStrips:
                 word = self._plane_row(q + v_row, 2 * ks + lane // 16)
                 v[0][ks] = _ldmatrix_x4((sHi.iterator + word).toint(), False)
                 v[1][ks] = _ldmatrix_x4((sLo.iterator + word).toint(), False)
+            # the n-tiles' chains interleaved: consecutive mma do not wait on each other
+            acc = [[cutlass.Float32(0.0)] * 4 for _ in range(NT)]
+            for ks in cutlass.range_constexpr(2):
+                for p in cutlass.range_constexpr(len(PRODUCTS)):
+                    ka, kb = PRODUCTS[p]
+                    for nt in cutlass.range_constexpr(NT):
+                        acc[nt] = _mma_bf16(v[ka][ks], y[kb][ks][nt], acc[nt])
             for nt in cutlass.range_constexpr(NT):
-                acc = [cutlass.Float32(0.0)] * 4
-                for ks in cutlass.range_constexpr(2):
-                    for p in cutlass.range_constexpr(len(PRODUCTS)):
-                        ka, kb = PRODUCTS[p]
-                        acc = _mma_bf16(v[ka][ks], y[kb][ks][nt], acc)
                 for e in cutlass.range_constexpr(4):
                     r = q + group + 8 * (e // 2)
                     j = 8 * nt + 2 * pair + e % 2
-                    sC[r, j] = sC[r, j] - acc[e]
+                    sC[r, j] = sC[r, j] - acc[nt][e]
 
     @cute.jit
     def _store(self, mH, sC, base, c, m, j0, col_hi, tidx):
@@ -319,6 +328,8 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--shapes", default="640x512")
     parser.add_argument("--reps", type=int, default=7)
+    parser.add_argument("--threads", default="256,512")
+    parser.add_argument("--phases", default="234,23,-", help="phase sets to time, '-' for the streamed copy")
     args = parser.parse_args(argv)
     device = torch.device("cuda")
     torch.manual_seed(0)
@@ -331,8 +342,9 @@ def main(argv: list[str]) -> int:
         t = (0.1 * torch.randn(batch, W, W, device=device)).triu().contiguous()
         print(f"--- {shape}, c = 0, columns [{W}, {n})", flush=True)
         configurations = [("main fused W32 BM 32 BN 64", lambda: main_fused(h, t, n, W, 4, 32, 64))]
-        for threads in (256, 512):
-            for phases in ((2, 3, 4), (2, 3), ()):
+        assert n % (16 * 4) == 0, "the streamed kernel's phase 2 takes chunks in pairs per share"
+        for threads in map(int, args.threads.split(",")):
+            for phases in (tuple(int(d) for d in text if d != "-") for text in args.phases.split(",")):
                 configurations.append((f"streamed threads {threads} phases {''.join(map(str, phases)) or '-'}",
                                        lambda a=(threads, phases): streamed_update(h, t, n, W, *a)))
         expected = None
