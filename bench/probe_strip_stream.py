@@ -1,31 +1,35 @@
 """A trailing update by one CTA a matrix that streams its column strips through shared memory, loading
 the next strip while it updates this one (CuTe, mma.sync), against main's (GPU).
 
-    python bench/probe_strip_stream.py [--shapes 640x512] [--reps 7]
+    python bench/probe_strip_stream.py [--shapes 640x512] [--widths 32,64] [--columns 0,128]
+        [--threads 256,512] [--block-n 32,16] [--phases 234,23,-] [--reps 7]
 
 `probe_strip.py`'s one-CTA-a-strip kernel loads, multiplies and stores in
 series, and stages V (fp32) and splits it again for every strip. Here CTA b
-updates C = H[b, c:n, col_lo:col_hi] by the panel at c (V: m x W, unit
-lower trapezoid, T: W x W upper, W = 32):
+updates C = H[b, c:n, c + W:n] by the panel at c (V: m x W, m = n - c, unit
+lower trapezoid; T: W x W upper; W = 32, or a pair's 64):
 
 0. V's big and middle bf16 terms go to shared memory once, as two planes
-   of m x W bf16 (rows of 64 bytes, their 16-byte chunks swizzled by
-   (row / 2) % 4 so that the eight rows an `ldmatrix` reads fill 32 banks),
-   with ones on the diagonal, zeros above it and past m;
-1. strip s + 1 is loaded by cp.async into the other of two fp32 buffers
-   while strip s is updated (the buffers alternate; a barrier after each
-   strip's store frees its buffer for the load two strips on);
-2. P = V^T C: warp (k, mt, nt) sums the 16 x 8 tile (mt, nt) of P over its
-   share k of the 16-row chunks, its V fragments read by `ldmatrix.trans`
-   from the planes, C's split in registers; three products (3xBF16);
+   of m x W bf16 (rows of 2 W bytes, their 16-byte chunks swizzled so that
+   the eight rows an `ldmatrix` reads fill the 32 banks), with ones on the
+   diagonal, zeros above it and past m;
+1. strip s + 1 (BN columns) is loaded by cp.async into the other of two
+   fp32 buffers while strip s is updated (a barrier after each strip's
+   store frees its buffer for the load two strips on);
+2. P = V^T C: warp (share, mt, nt) sums the 16 x 8 tile (mt, nt) of P over
+   its share of the 16-row chunks, two chunks a trip into separate
+   accumulators, V's fragments by `ldmatrix.trans` from the planes, C's
+   split in registers; three products (3xBF16);
 3. Y = T^T P in float32, a thread a few rows of one column;
-4. C -= V Y on tensor cores (V by `ldmatrix`), in the buffer; then the strip
-   is stored (16-byte stores).
+4. C -= V Y on tensor cores (V by `ldmatrix`), the n-tiles' mma chains
+   interleaved, in the buffer; then the strip is stored (16-byte stores).
 
 Shared memory: two strips of m x (BN + 4) floats, the planes (m x W x 4
-bytes), T, P and Y; at m = 512, BN = 32: 220 KB, one CTA an SM. Each
-configuration is checked against main's kernel on the same input and timed
-alone (h restored, L2 flushed, events; the median of `reps`).
+bytes), T, P and Y; at m = 512: W 32 BN 32 220 KB, W 64 BN 8 180 KB (BN
+16 would take 232 KB, over the 227 a CTA may have). One CTA an SM. Each configuration is checked
+against main's fused update (`_wy_update_kernel` as the plans launch it)
+on the same input and timed alone (h restored, L2 flushed, events; the
+median of `reps`).
 """
 import argparse
 import os
@@ -41,7 +45,6 @@ import triton  # noqa: E402
 
 import submission  # noqa: E402
 from probe_strip import PRODUCTS, _bf16_split2, _copy_async_16, _copy_async_wait  # noqa: E402
-from probe_tma import main_fused  # noqa: E402
 from probe_update import median_us  # noqa: E402
 from submission import WARP, _mma_bf16, cute, cutlass, cuda, SmemAllocator  # noqa: E402
 from submission import dsl_user_op, llvm  # noqa: E402
@@ -70,24 +73,29 @@ def _store_global_v4(address, x0, x1, x2, x3, *, loc=None, ip=None):
         loc=loc, ip=ip)
 
 
+SMEM_BYTES = 227 * 1024       # an H100/H200 CTA's shared memory at most
+
+
 class StreamedStrips:
     """C := C - V T^T V^T C, C = H[b, c:n, col_lo:col_hi], one CTA a matrix b, BN-column strips in turn.
 
-    `rows` bounds m = n - c (a multiple of 16); n, c, col_lo and col_hi are multiples of 4 (16-byte copies).
+    `rows` bounds m = n - c rounded up to 64 rows; n, c, col_lo and col_hi are multiples of 4 (16-byte copies).
     `phases` (timing only) skips the products not listed (2: P, 3: Y, 4: C -= V Y): () is the streamed copy.
     """
 
     def __init__(self, rows: int, width: int, block_n: int, threads: int, phases: tuple = (2, 3, 4)):
-        assert width == 32 and block_n == 32 and rows % 16 == 0
+        assert width in (32, 64) and block_n in (8, 16, 32) and rows % 64 == 0
         self.rows = rows
         self.width = width
         self.block_n = block_n
         self.threads = threads
-        self.tiles = 2 * (block_n // 8)                 # 16 x 8 tiles of P
+        self.tiles = (width // 16) * (block_n // 8)     # 16 x 8 tiles of P
         self.shares = threads // WARP // self.tiles     # warps that sum one tile, each over a share of chunks
         assert self.shares * self.tiles * WARP == threads and self.shares in (1, 2)
         self.phases = phases
-        self.ld = block_n + 4           # fragment reads of a strip land on 32 distinct banks
+        self.ld = block_n + 4           # phase 2's fragment reads of a strip land on 32 distinct banks
+        smem = 4 * (2 * rows * self.ld + rows * width + 2 * width * block_n + width * width)
+        assert smem <= SMEM_BYTES, (smem, SMEM_BYTES)
 
     @cute.jit
     def __call__(self, mH: cute.Tensor, mT: cute.Tensor, c: cutlass.Int32, col_lo: cutlass.Int32,
@@ -96,15 +104,13 @@ class StreamedStrips:
             grid=(mH.shape[0], 1, 1), block=(self.threads, 1, 1), stream=stream)
 
     @cute.jit
-    def _plane_word(self, r, p):
-        """Word offset in a plane of V's bf16 pair p (columns 2p, 2p + 1) of row r: 16 words a row, 16-byte
-        chunk p // 4 swizzled by (r / 2) % 4."""
-        return r * 16 + ((p // 4) ^ ((r // 2) % 4)) * 4 + p % 4
-
-    @cute.jit
     def _plane_row(self, r, chunk):
-        """Word offset of the 16-byte chunk `chunk` (columns 8 chunk .. + 8) of row r."""
-        return r * 16 + (chunk ^ ((r // 2) % 4)) * 4
+        """Word offset in a plane of the 16-byte chunk `chunk` (columns 8 chunk .. + 8) of row r: W / 2 words
+        a row, the chunk swizzled so that any eight consecutive rows' chunks fill the 32 banks (rows of 64
+        bytes: chunk XOR (r / 2) % 4; of 128 bytes: chunk XOR r % 8)."""
+        if cutlass.const_expr(self.width == 32):
+            return r * 16 + (chunk ^ ((r // 2) % 4)) * 4
+        return r * 32 + (chunk ^ (r % 8)) * 4
 
     @cute.kernel
     def kernel(self, mH: cute.Tensor, mT: cute.Tensor, c: cutlass.Int32, col_lo: cutlass.Int32,
@@ -117,7 +123,8 @@ class StreamedStrips:
         warp = tidx // WARP
         b, _, _ = cute.arch.block_idx()
         m = n - c
-        chunks = (m + 15) // 16
+        # 16-row chunks, rounded up to pairs per share (phase 2's loop): rows past m are staged as zeros
+        chunks = ((m + 15) // 16 + 2 * self.shares - 1) // (2 * self.shares) * (2 * self.shares)
         strips = (col_hi - col_lo + BN - 1) // BN
         base = cutlass.Int64(b) * n * n
 
@@ -153,8 +160,9 @@ class StreamedStrips:
             if 2 * p + 1 == r:
                 x1 = cutlass.Float32(1.0)
             split = _bf16_split2(x0, x1)
-            sHi[self._plane_word(r, p)] = split[0]
-            sLo[self._plane_word(r, p)] = split[1]
+            word = self._plane_row(r, p // 4) + p % 4
+            sHi[word] = split[0]
+            sLo[word] = split[1]
 
         for s in cutlass.range(strips, unroll=1):
             j0 = col_lo + s * BN
@@ -211,7 +219,7 @@ class StreamedStrips:
         # lane i addresses row i % 8 + 8 (i // 16) of the chunk, 16-byte chunk 2 mt + (i // 8) % 2 of V's row
         v_row = lane % 8 + 8 * (lane // 16)
         v_chunk = 2 * mt + (lane // 8) % 2
-        for q0 in cutlass.range(16 * share, 16 * chunks, 32 * self.shares, unroll=1):   # 2 shares | chunks
+        for q0 in cutlass.range(16 * share, 16 * chunks, 32 * self.shares, unroll=1):
             for u in cutlass.range_constexpr(2):
                 q = q0 + 16 * self.shares * u
                 word = self._plane_row(q + v_row, v_chunk)
@@ -262,12 +270,13 @@ class StreamedStrips:
     def _apply(self, sC, sHi, sLo, sY, chunks, warp, lane):
         """4. C -= V Y on 16-row chunks warp, warp + warps, ..., Y's fragments split once by every warp"""
         NT = self.block_n // 8
+        KS = self.width // 16
         warps = self.threads // WARP
         group = lane // 4
         pair = lane % 4
         # y[k][ks][nt]: split k of Y at rows 16 ks + 2t + 8 half + (0, 1) (half 0, 1), column 8 nt + g
-        y = [[[None] * NT for _ in range(2)] for _ in range(2)]
-        for ks in cutlass.range_constexpr(2):
+        y = [[[None] * NT for _ in range(KS)] for _ in range(2)]
+        for ks in cutlass.range_constexpr(KS):
             for nt in cutlass.range_constexpr(NT):
                 halves = [None, None]
                 for half in cutlass.range_constexpr(2):
@@ -278,14 +287,14 @@ class StreamedStrips:
         # lane i addresses row i % 8 + 8 ((i // 8) % 2) of the chunk, 16-byte chunk 2 ks + i // 16 of V's row
         v_row = lane % 8 + 8 * ((lane // 8) % 2)
         for q in cutlass.range(16 * warp, 16 * chunks, 16 * warps, unroll=1):
-            v = [[None, None], [None, None]]        # v[k][ks]
-            for ks in cutlass.range_constexpr(2):
+            v = [[None] * KS, [None] * KS]          # v[k][ks]
+            for ks in cutlass.range_constexpr(KS):
                 word = self._plane_row(q + v_row, 2 * ks + lane // 16)
                 v[0][ks] = _ldmatrix_x4((sHi.iterator + word).toint(), False)
                 v[1][ks] = _ldmatrix_x4((sLo.iterator + word).toint(), False)
             # the n-tiles' chains interleaved: consecutive mma do not wait on each other
             acc = [[cutlass.Float32(0.0)] * 4 for _ in range(NT)]
-            for ks in cutlass.range_constexpr(2):
+            for ks in cutlass.range_constexpr(KS):
                 for p in cutlass.range_constexpr(len(PRODUCTS)):
                     ka, kb = PRODUCTS[p]
                     for nt in cutlass.range_constexpr(NT):
@@ -312,59 +321,87 @@ class StreamedStrips:
 _COMPILED = {}
 
 
-def streamed_update(h, t, n, lo, threads, phases=(2, 3, 4)):
-    """Update columns [lo, n) of every matrix of h by the panel at c = 0 (V from h, T = t)."""
-    rows = triton.cdiv(n, 16) * 16
-    key = (rows, threads, phases)
+def streamed_update(h, t, n, c, threads, block_n, phases=(2, 3, 4)):
+    """Update columns [c + W, n) of every matrix of h by the panel at c (V from h, T = t, W x W)."""
+    width = t.shape[-1]
+    rows = triton.cdiv(n, 64) * 64
+    key = (rows, width, threads, block_n, phases)
     stream = cuda.CUstream(torch.cuda.current_stream().cuda_stream)
-    args = (submission._cute_tensor(h), submission._cute_tensor(t), cutlass.Int32(0), cutlass.Int32(lo),
+    args = (submission._cute_tensor(h), submission._cute_tensor(t), cutlass.Int32(c), cutlass.Int32(c + width),
             cutlass.Int32(n))
     if key not in _COMPILED:
-        _COMPILED[key] = cute.compile(StreamedStrips(rows, t.shape[-1], 32, threads, phases), *args, stream)
+        _COMPILED[key] = cute.compile(StreamedStrips(rows, width, block_n, threads, phases), *args, stream)
     _COMPILED[key](*args, stream)
+
+
+def main_update(h, t, n, c):
+    """Main's fused update of the columns [c + W, n) by the panel at c (W = 32 or a pair's 64), as the
+    plans launch it."""
+    width = t.shape[-1]
+    return submission._wy_update_kernel[(triton.cdiv(n - c - width, submission.TRAIL_BLOCK_N), h.shape[0])](
+        h, t, h, h, n, c, c + width, n, W=width, BLOCK_M=submission._pick(submission.TRAIL_FUSED_BLOCK_M, width),
+        BLOCK_N=submission.TRAIL_BLOCK_N, FROM_INPUT=False, num_warps=submission.TRAIL_WARPS,
+        num_stages=submission.TRAIL_STAGES)
 
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--shapes", default="640x512")
     parser.add_argument("--reps", type=int, default=7)
+    parser.add_argument("--widths", default="32,64", help="panel widths W: 32, or a pair's 64")
+    parser.add_argument("--columns", default="0", help="panel columns c")
     parser.add_argument("--threads", default="256,512")
+    parser.add_argument("--block-n", default="32,16,8", help="strip widths (those that fit shared memory)")
     parser.add_argument("--phases", default="234,23,-", help="phase sets to time, '-' for the streamed copy")
     args = parser.parse_args(argv)
     device = torch.device("cuda")
     torch.manual_seed(0)
-    W = submission.PANEL_WIDTH
     print(f"{torch.cuda.get_device_name()}; median of {args.reps}", flush=True)
     for shape in args.shapes.split(","):
         batch, n = map(int, shape.split("x"))
         pristine = torch.randn(batch, n, n, device=device) / n ** 0.5
         h = pristine.clone()
-        t = (0.1 * torch.randn(batch, W, W, device=device)).triu().contiguous()
-        print(f"--- {shape}, c = 0, columns [{W}, {n})", flush=True)
-        configurations = [("main fused W32 BM 32 BN 64", lambda: main_fused(h, t, n, W, 4, 32, 64))]
-        assert n % (16 * 4) == 0, "the streamed kernel's phase 2 takes chunks in pairs per share"
-        for threads in map(int, args.threads.split(",")):
-            for phases in (tuple(int(d) for d in text if d != "-") for text in args.phases.split(",")):
-                configurations.append((f"streamed threads {threads} phases {''.join(map(str, phases)) or '-'}",
-                                       lambda a=(threads, phases): streamed_update(h, t, n, W, *a)))
-        expected = None
-        for name, launch in configurations:
-            h.copy_(pristine)
-            try:
-                launch()
-                torch.cuda.synchronize()
-            except Exception as error:
-                print(f"{name:40s} failed: {type(error).__name__}: {str(error)[:300]}", flush=True)
-                return 1
-            if expected is None:
-                expected, diff = h.clone(), 0.0
-            elif "phases 234" not in name:
-                diff = float("nan")
-            else:
-                diff = ((h - expected).abs().max() / expected.abs().max()).item()
-            median = median_us(launch, lambda: h.copy_(pristine), args.reps, device, queued=True)
-            print(f"{name:40s} {median:9.1f} us   max diff {diff:.1e}", flush=True)
+        for width in map(int, args.widths.split(",")):
+            t = (0.1 * torch.randn(batch, width, width, device=device)).triu().contiguous()
+            for c in map(int, args.columns.split(",")):
+                print(f"--- {shape}, W {width}, c = {c}, columns [{c + width}, {n})", flush=True)
+                configurations = [("main fused", lambda c=c, t=t: main_update(h, t, n, c))]
+                for block_n in map(int, args.block_n.split(",")):
+                    for threads in map(int, args.threads.split(",")):
+                        try:
+                            StreamedStrips(triton.cdiv(n, 64) * 64, width, block_n, threads)
+                        except AssertionError:      # no such tiling, or too much shared memory
+                            continue
+                        for phases in (tuple(int(d) for d in text if d != "-") for text in args.phases.split(",")):
+                            configurations.append((
+                                f"streamed BN {block_n} threads {threads} phases {''.join(map(str, phases)) or '-'}",
+                                lambda a=(c, threads, block_n, phases), t=t: streamed_update(h, t, n, *a)))
+                if not time_configurations(configurations, h, pristine, args.reps, device):
+                    return 1
     return 0
+
+
+def time_configurations(configurations: list, h, pristine, reps: int, device) -> bool:
+    """Check each (name, launch) against the first on h restored from pristine, and print its median time;
+    False at the first launch that fails (the context may be lost)."""
+    expected = None
+    for name, launch in configurations:
+        h.copy_(pristine)
+        try:
+            launch()
+            torch.cuda.synchronize()
+        except Exception as error:
+            print(f"{name:40s} failed: {type(error).__name__}: {str(error)[:300]}", flush=True)
+            return False
+        if expected is None:
+            expected, diff = h.clone(), 0.0
+        elif "phases 234" not in name:
+            diff = float("nan")
+        else:
+            diff = ((h - expected).abs().max() / expected.abs().max()).item()
+        median = median_us(launch, lambda: h.copy_(pristine), reps, device, queued=True)
+        print(f"{name:40s} {median:9.1f} us   max diff {diff:.1e}", flush=True)
+    return True
 
 
 if __name__ == "__main__":
