@@ -46,7 +46,7 @@ import triton.language as tl  # noqa: E402
 from triton.tools.tensor_descriptor import TensorDescriptor  # noqa: E402
 
 import submission  # noqa: E402
-from probe_update import compare_pair_updates, main_pair_update  # noqa: E402
+from probe_update import compare_pair_updates, main_update  # noqa: E402
 
 W = 2 * submission.PANEL_WIDTH     # a pair's block reflector
 PLANE_BLOCK_M = 64
@@ -135,7 +135,7 @@ def planes_fused(h, t, n, c, planes, warps, stages, block_m, block_n, products=3
 
 def configurations():
     """(name, launch(h, t, n, c, planes)) of every configuration timed; main's first."""
-    rows = [("main fused W64", lambda h, t, n, c, planes: main_pair_update(h, t, n, c)),
+    rows = [("main fused W64", lambda h, t, n, c, planes: main_update(h, t, n, c)),
             ("planes alone (h unchanged)", lambda h, t, n, c, planes: write_planes(h, n, c, planes))]
     for warps, stages, block_m, block_n in ((4, 1, 64, 64), (4, 2, 64, 64), (4, 3, 64, 64), (8, 2, 64, 64),
                                              (8, 3, 128, 64), (4, 2, 64, 32), (4, 3, 64, 32), (4, 4, 64, 32),
@@ -149,7 +149,7 @@ def anatomy():
     """Main, the best planes configuration of the first GPU run (4 warps, 3 stages, 64 x 64 tiles), and the
     same with fewer products or without V^T C: where the update's time goes."""
     best = (4, 3, 64, 64)
-    rows = [("main fused W64", lambda h, t, n, c, planes: main_pair_update(h, t, n, c))]
+    rows = [("main fused W64", lambda h, t, n, c, planes: main_update(h, t, n, c))]
     for products, project, name in ((3, True, "3xBF16"), (1, True, "hi x hi only"), (0, True, "no products"),
                                     (0, False, "copy: C read once, written once")):
         rows.append((f"planes {name}", lambda h, t, n, c, planes, p=products, q=project:

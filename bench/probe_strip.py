@@ -42,7 +42,7 @@ import triton  # noqa: E402
 
 import submission  # noqa: E402
 from probe_tma import main_fused  # noqa: E402
-from probe_update import median_us  # noqa: E402
+from probe_update import median_us, random_batches  # noqa: E402
 from submission import WARP, _bf16_split, _mma_bf16, cute, cutlass, cuda, SmemAllocator  # noqa: E402
 from submission import dsl_user_op, llvm  # noqa: E402
 
@@ -399,6 +399,30 @@ class StripUpdate:
                     mH[b, c + r, j0 + k + d] = sC[r, k + d]
 
 
+def time_configurations(configurations: list, h, pristine, reps: int, device) -> bool:
+    """Check each (name, launch) against the first on h restored from pristine (those of phases 234: the
+    others skip work) and print its median time; False at the first launch that fails (the context may be
+    lost)."""
+    expected = None
+    for name, launch in configurations:
+        h.copy_(pristine)
+        try:
+            launch()
+            torch.cuda.synchronize()
+        except Exception as error:
+            print(f"{name:44s} failed: {type(error).__name__}: {str(error)[:300]}", flush=True)
+            return False
+        if expected is None:
+            expected, diff = h.clone(), 0.0
+        elif "phases 234" not in name:
+            diff = float("nan")
+        else:
+            diff = ((h - expected).abs().max() / expected.abs().max()).item()
+        median = median_us(launch, lambda: h.copy_(pristine), reps, device, queued=True)
+        print(f"{name:44s} {median:9.1f} us   max diff {diff:.1e}", flush=True)
+    return True
+
+
 _COMPILED = {}
 
 
@@ -425,15 +449,11 @@ def main(argv: list[str]) -> int:
                         help="only the configurations that part the tiles' phases from the old ones (V staged)")
     args = parser.parse_args(argv)
     device = torch.device("cuda")
-    torch.manual_seed(0)
     W = submission.PANEL_WIDTH
     print(f"{torch.cuda.get_device_name()}; median of {args.reps}", flush=True)
-    for shape in args.shapes.split(","):
-        batch, n = map(int, shape.split("x"))
-        pristine = torch.randn(batch, n, n, device=device) / n ** 0.5
-        h = pristine.clone()
+    for batch, n, pristine, h in random_batches(args.shapes, device):
         t = (0.1 * torch.randn(batch, W, W, device=device)).triu().contiguous()
-        print(f"--- {shape}, c = 0, columns [{W}, {n})", flush=True)
+        print(f"--- {batch}x{n}, c = 0, columns [{W}, {n})", flush=True)
         configurations = [("main fused W32 BM 32 BN 64", lambda: main_fused(h, t, n, W, 4, 32, 64))]
         staged = [(32, 256, True, phases, tiles) for tiles in (False, True) for phases in ((2, 3, 4), (2, 3), (2,))]
         everything = [(32, 256, False, (2, 3, 4)), (32, 256, True, (2, 3, 4)), (32, 256, False, (2, 3)),
@@ -455,24 +475,9 @@ def main(argv: list[str]) -> int:
                 configurations.append((f"strip tiles phases {''.join(map(str, phases)) or '-'} {options}",
                                        lambda a=(32, 256, True, phases, True), o=options: strip_update(h, t, n, W, *a,
                                                                                                       **o)))
-        expected = None
-        for name, launch in configurations:
-            h.copy_(pristine)
-            try:
-                launch()
-                torch.cuda.synchronize()
-            except Exception as error:
-                print(f"{name:44s} failed: {type(error).__name__}: {str(error)[:300]}", flush=True)
-                continue
-            if expected is None:
-                expected, diff = h.clone(), 0.0
-            elif "phases 234" not in name:
-                diff = float("nan")
-            else:
-                diff = ((h - expected).abs().max() / expected.abs().max()).item()
-            median = median_us(launch, lambda: h.copy_(pristine), args.reps, device, queued=True)
-            print(f"{name:44s} {median:9.1f} us   max diff {diff:.1e}", flush=True)
-        del pristine, h, expected
+        if not time_configurations(configurations, h, pristine, args.reps, device):
+            return 1
+        del pristine, h
         torch.cuda.empty_cache()
     return 0
 

@@ -25,7 +25,7 @@ lower trapezoid; T: W x W upper; W = 32, or a pair's 64):
    interleaved, in the buffer; then the strip is stored (16-byte stores).
 
 Shared memory: two strips of m x (BN + 4) floats, the planes (m x W x 4
-bytes), T, P and Y; at m = 512: W 32 BN 32 220 KB, W 64 BN 8 180 KB (BN
+bytes), T, P and Y; at m = 512: W 32 BN 32 220 KB, W 64 BN 8 196 KB (BN
 16 would take 232 KB, over the 227 a CTA may have). One CTA an SM. Each configuration is checked
 against main's fused update (`_wy_update_kernel` as the plans launch it)
 on the same input and timed alone (h restored, L2 flushed, events; the
@@ -44,8 +44,8 @@ import torch  # noqa: E402
 import triton  # noqa: E402
 
 import submission  # noqa: E402
-from probe_strip import PRODUCTS, _bf16_split2, _copy_async_16, _copy_async_wait  # noqa: E402
-from probe_update import median_us  # noqa: E402
+from probe_strip import PRODUCTS, _bf16_split2, _copy_async_16, _copy_async_wait, time_configurations  # noqa: E402
+from probe_update import main_update, random_batches  # noqa: E402
 from submission import WARP, _mma_bf16, cute, cutlass, cuda, SmemAllocator  # noqa: E402
 from submission import dsl_user_op, llvm  # noqa: E402
 
@@ -214,7 +214,7 @@ class StreamedStrips:
         share = warp // self.tiles
         mt = tile // NT
         nt = tile % NT
-        # acc[2 u + p]: product p of the chunks of parity u in the warp's share (independent mma chains)
+        # acc[3 u + p]: product p of the chunks of parity u in the warp's share (independent mma chains)
         acc = [[cutlass.Float32(0.0)] * 4 for _ in range(2 * len(PRODUCTS))]
         # lane i addresses row i % 8 + 8 (i // 16) of the chunk, 16-byte chunk 2 mt + (i // 8) % 2 of V's row
         v_row = lane % 8 + 8 * (lane // 16)
@@ -334,16 +334,6 @@ def streamed_update(h, t, n, c, threads, block_n, phases=(2, 3, 4)):
     _COMPILED[key](*args, stream)
 
 
-def main_update(h, t, n, c):
-    """Main's fused update of the columns [c + W, n) by the panel at c (W = 32 or a pair's 64), as the
-    plans launch it."""
-    width = t.shape[-1]
-    return submission._wy_update_kernel[(triton.cdiv(n - c - width, submission.TRAIL_BLOCK_N), h.shape[0])](
-        h, t, h, h, n, c, c + width, n, W=width, BLOCK_M=submission._pick(submission.TRAIL_FUSED_BLOCK_M, width),
-        BLOCK_N=submission.TRAIL_BLOCK_N, FROM_INPUT=False, num_warps=submission.TRAIL_WARPS,
-        num_stages=submission.TRAIL_STAGES)
-
-
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--shapes", default="640x512")
@@ -355,16 +345,12 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--phases", default="234,23,-", help="phase sets to time, '-' for the streamed copy")
     args = parser.parse_args(argv)
     device = torch.device("cuda")
-    torch.manual_seed(0)
     print(f"{torch.cuda.get_device_name()}; median of {args.reps}", flush=True)
-    for shape in args.shapes.split(","):
-        batch, n = map(int, shape.split("x"))
-        pristine = torch.randn(batch, n, n, device=device) / n ** 0.5
-        h = pristine.clone()
+    for batch, n, pristine, h in random_batches(args.shapes, device):
         for width in map(int, args.widths.split(",")):
             t = (0.1 * torch.randn(batch, width, width, device=device)).triu().contiguous()
             for c in map(int, args.columns.split(",")):
-                print(f"--- {shape}, W {width}, c = {c}, columns [{c + width}, {n})", flush=True)
+                print(f"--- {batch}x{n}, W {width}, c = {c}, columns [{c + width}, {n})", flush=True)
                 configurations = [("main fused", lambda c=c, t=t: main_update(h, t, n, c))]
                 for block_n in map(int, args.block_n.split(",")):
                     for threads in map(int, args.threads.split(",")):
@@ -379,29 +365,6 @@ def main(argv: list[str]) -> int:
                 if not time_configurations(configurations, h, pristine, args.reps, device):
                     return 1
     return 0
-
-
-def time_configurations(configurations: list, h, pristine, reps: int, device) -> bool:
-    """Check each (name, launch) against the first on h restored from pristine, and print its median time;
-    False at the first launch that fails (the context may be lost)."""
-    expected = None
-    for name, launch in configurations:
-        h.copy_(pristine)
-        try:
-            launch()
-            torch.cuda.synchronize()
-        except Exception as error:
-            print(f"{name:40s} failed: {type(error).__name__}: {str(error)[:300]}", flush=True)
-            return False
-        if expected is None:
-            expected, diff = h.clone(), 0.0
-        elif "phases 234" not in name:
-            diff = float("nan")
-        else:
-            diff = ((h - expected).abs().max() / expected.abs().max()).item()
-        median = median_us(launch, lambda: h.copy_(pristine), reps, device, queued=True)
-        print(f"{name:40s} {median:9.1f} us   max diff {diff:.1e}", flush=True)
-    return True
 
 
 if __name__ == "__main__":

@@ -31,7 +31,7 @@ import triton.language as tl  # noqa: E402
 from triton.tools.tensor_descriptor import TensorDescriptor  # noqa: E402
 
 import submission  # noqa: E402
-from probe_update import median_us  # noqa: E402
+from probe_update import median_us, random_batches  # noqa: E402
 
 PANEL = submission.PANEL_WIDTH
 
@@ -121,15 +121,11 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--reps", type=int, default=7)
     args = parser.parse_args(argv)
     device = torch.device("cuda")
-    torch.manual_seed(0)
     print(f"{torch.cuda.get_device_name()}; median of {args.reps}", flush=True)
-    for shape in args.shapes.split(","):
-        batch, n = map(int, shape.split("x"))
-        pristine = torch.randn(batch, n, n, device=device) / n ** 0.5
-        h = pristine.clone()
+    for batch, n, pristine, h in random_batches(args.shapes, device):
         t = {w: (0.1 * torch.randn(batch, w, w, device=device)).triu() for w in (PANEL, 2 * PANEL)}
         expected = {}
-        print(f"--- {shape}, c = 0", flush=True)
+        print(f"--- {batch}x{n}, c = 0", flush=True)
         for name, width, launch in configurations():
             h.copy_(pristine)
             try:

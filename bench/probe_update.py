@@ -52,9 +52,20 @@ def median_us(launch, restore, reps: int, device: torch.device, queued: bool = F
     return statistics.median(times)
 
 
-def main_pair_update(h, t, n, c):
-    """Main's fused update of the columns [c + 2 W, n) by the pair at c, as the plans launch it."""
-    width = 2 * W
+def random_batches(shapes: str, device: torch.device):
+    """(batch, n, pristine, h) for each "BxN" of the comma-separated `shapes`: B matrices of N(0, 1/n)
+    entries (the generator seeded once, at the first) and a copy of them to update."""
+    torch.manual_seed(0)
+    for shape in shapes.split(","):
+        batch, n = map(int, shape.split("x"))
+        pristine = torch.randn(batch, n, n, device=device) / n ** 0.5
+        yield batch, n, pristine, pristine.clone()
+
+
+def main_update(h, t, n, c):
+    """Main's fused update of the columns [c + w, n) by the block reflector of width w = T's (a pair's 2 W,
+    or W) at c, as the plans launch it."""
+    width = t.shape[-1]
     return submission._wy_update_kernel[(triton.cdiv(n - c - width, submission.TRAIL_BLOCK_N), h.shape[0])](
         h, t, h, h, n, c, c + width, n, W=width, BLOCK_M=submission._pick(submission.TRAIL_FUSED_BLOCK_M, width),
         BLOCK_N=submission.TRAIL_BLOCK_N, FROM_INPUT=False, num_warps=submission.TRAIL_WARPS,
@@ -77,15 +88,11 @@ def compare_pair_updates(argv: list[str], description: str, configurations, prep
     parser.add_argument("--reps", type=int, default=7)
     args = parser.parse_args(argv)
     device = torch.device("cuda")
-    torch.manual_seed(0)
     print(f"{torch.cuda.get_device_name()}; median of {args.reps}", flush=True)
-    for shape in args.shapes.split(","):
-        batch, n = map(int, shape.split("x"))
-        pristine = torch.randn(batch, n, n, device=device) / n ** 0.5
-        h = pristine.clone()
+    for batch, n, pristine, h in random_batches(args.shapes, device):
         t = (0.1 * torch.randn(batch, 2 * W, 2 * W, device=device)).triu()
         for c in map(int, args.columns.split(",")):
-            print(f"--- {shape}, c = {c}", flush=True)
+            print(f"--- {batch}x{n}, c = {c}", flush=True)
             extra = None if prepare is None else prepare(pristine, n, c)
             expected = None
             for name, launch in configurations():
@@ -163,15 +170,11 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     device = torch.device("cuda")
     sms = torch.cuda.get_device_properties(device).multi_processor_count
-    torch.manual_seed(0)
     print(f"{torch.cuda.get_device_name()}; {sms} SMs; median of {args.reps}", flush=True)
-    for shape in args.shapes.split(","):
-        batch, n = map(int, shape.split("x"))
-        pristine = torch.randn(batch, n, n, device=device) / n ** 0.5
-        h = pristine.clone()
+    for batch, n, pristine, h in random_batches(args.shapes, device):
         t = {width: (0.1 * torch.randn(batch, width, width, device=device)).triu() for width in (W, 2 * W, 4 * W)}
         y = torch.empty(triton.cdiv(n, submission.TRAIL_BLOCK_M), batch, 4 * W, n, device=device)
-        print(f"--- {shape}, c = 0", flush=True)
+        print(f"--- {batch}x{n}, c = 0", flush=True)
         for name, width, launch in configurations(sms):
             if not re.search(args.match, name):
                 continue

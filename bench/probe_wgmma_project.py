@@ -575,14 +575,14 @@ def main(argv: list[str]) -> int:
     import cuda.bindings.driver as cuda
     import submission
     sys.path.insert(0, str(ROOT / "bench"))
-    from probe_update import main_pair_update
+    from probe_update import main_update
     device = torch.device("cuda")
     stream = cuda.CUstream(torch.cuda.current_stream().cuda_stream)
     g = torch.Generator(device=device).manual_seed(7)
     h = torch.randn(batch, n, n, device=device, generator=g)
     print(f"{torch.cuda.get_device_name()}; {batch}x{n}; median of {args.reps}, L2 flushed, us")
     if args.update:
-        return time_updates(h, columns, widths, variants, args.reps, g, stream, main_pair_update)
+        return time_updates(h, columns, widths, variants, args.reps, g, stream, main_update)
     print(f"{'c':>5} {'W':>4} {'variant':>9} {'max rel err':>12} {'V^T C':>8} {'no products':>8} {'no split':>8} "
           f"{'no V':>8}")
     for c in columns:
@@ -617,12 +617,12 @@ def main(argv: list[str]) -> int:
             h2 = h.clone()
             for start in range(c, c + width, pair):
                 if n - start - pair > 0:
-                    t_main = median_us(lambda: main_pair_update(h2, t, n, start), args.reps, device)
+                    t_main = median_us(lambda: main_update(h2, t, n, start), args.reps, device)
                     print(f"{c:5d} {width:4d} {f'main fused W64 update at c = {start}':>31} {t_main:8.1f}")
     return 0
 
 
-def time_updates(h, columns, widths, variants, reps: int, g, stream, main_pair_update) -> int:
+def time_updates(h, columns, widths, variants, reps: int, g, stream, main_update) -> int:
     """OnePassUpdate against float64 and timed, beside main's W = 64 passes it replaces."""
     import submission
     batch, n, _ = h.shape
@@ -666,7 +666,7 @@ def time_updates(h, columns, widths, variants, reps: int, g, stream, main_pair_u
             h2 = h.clone()
             for start in range(c, c + width, pair):
                 if n - start - pair > 0:
-                    t_main = median_us(lambda: main_pair_update(h2, t_pair, n, start), reps, device)
+                    t_main = median_us(lambda: main_update(h2, t_pair, n, start), reps, device)
                     print(f"{c:5d} {width:4d} {f'main fused W64 update at c = {start}':>31} {t_main:8.1f}")
     return 0
 

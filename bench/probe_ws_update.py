@@ -33,7 +33,7 @@ from triton.experimental.gluon.language.nvidia.hopper import mbarrier, tma  # no
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor  # noqa: E402
 
 import submission  # noqa: E402
-from probe_update import compare_pair_updates, main_pair_update  # noqa: E402
+from probe_update import compare_pair_updates, main_update  # noqa: E402
 
 W = 2 * submission.PANEL_WIDTH     # a pair's block reflector
 BF16_PAIR_PTX = gl.constexpr(submission.BF16_PAIR_PTX.value)
@@ -172,7 +172,7 @@ def ws_fused(h, t, n, c, stages, wm, wn, kc, maxnreg, block_m=64, block_n=64):
 
 def configurations():
     """(name, launch(h, t, n, c, extra)) of every configuration timed; main's first."""
-    rows = [("main fused W64", lambda h, t, n, c, extra: main_pair_update(h, t, n, c))]
+    rows = [("main fused W64", lambda h, t, n, c, extra: main_update(h, t, n, c))]
     shapes = [(stages, 4, 2, 32, maxnreg) for stages in (2, 3, 4) for maxnreg in (None, 128)]
     shapes += [(3, 4, 2, 16, None), (2, 2, 2, 16, None), (3, 2, 2, 16, None)]
     for stages, wm, wn, kc, maxnreg in shapes:
