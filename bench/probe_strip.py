@@ -434,8 +434,8 @@ def strip_update(h, t, n, lo, block_n, threads, stage_v, phases=(2, 3, 4), tiles
     args = (submission._cute_tensor(h), submission._cute_tensor(t), cutlass.Int32(0), cutlass.Int32(lo),
             cutlass.Int32(n))
     if key not in _COMPILED:
-        _COMPILED[key] = cute.compile(StripUpdate(rows, t.shape[-1], block_n, threads, stage_v, phases, tiles, **options),
-                                      *args, stream)
+        kernel = StripUpdate(rows, t.shape[-1], block_n, threads, stage_v, phases, tiles, **options)
+        _COMPILED[key] = cute.compile(kernel, *args, stream)
     _COMPILED[key](*args, stream)
 
 
@@ -466,7 +466,8 @@ def main(argv: list[str]) -> int:
             if smem > 227 * 1024:
                 continue
             configurations.append((f"strip BN {block_n} threads {threads}{' V staged' if stage_v else ''}"
-                                   f"{' tiles' if tiles and tiles[0] else ''} phases {''.join(map(str, phases)) or '-'}",
+                                   f"{' tiles' if tiles and tiles[0] else ''} "
+                                   f"phases {''.join(map(str, phases)) or '-'}",
                                    lambda a=(block_n, threads, stage_v, phases, *tiles): strip_update(h, t, n, W, *a)))
         if args.tiles_phase_2:
             configurations = configurations[:1]

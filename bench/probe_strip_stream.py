@@ -23,6 +23,9 @@ lower trapezoid; T: W x W upper; W = 32, or a pair's 64):
 3. Y = T^T P in float32, a thread a few rows of one column;
 4. C -= V Y on tensor cores (V by `ldmatrix`), the n-tiles' mma chains
    interleaved, in the buffer; then the strip is stored (16-byte stores).
+   With `direct_store` (the configurations marked "direct") phase 4
+   stores its results from registers instead, 8 bytes a lane (whole
+   32-byte sectors), and no store pass follows.
 
 Shared memory: two strips of m x (BN + 4) floats, the planes (m x W x 4
 bytes), T, P and Y; at m = 512: W 32 BN 32 220 KB, W 64 BN 8 196 KB (BN
@@ -64,13 +67,15 @@ def _ldmatrix_x4(address, transpose: bool, *, loc=None, ip=None):
 
 
 @dsl_user_op
-def _store_global_v4(address, x0, x1, x2, x3, *, loc=None, ip=None):
-    """16 bytes (four floats) to global memory at `address` (a 64-bit address, 16-byte aligned)."""
+def _store_global(address, values: list, *, loc=None, ip=None):
+    """Two or four floats to global memory at `address` (a 64-bit address aligned to their size), one
+    vector store."""
+    operands = ", ".join(f"${k + 1}" for k in range(len(values)))
     llvm.inline_asm(
         None, [cutlass.Int64(address).ir_value(loc=loc, ip=ip)]
-        + [cutlass.Float32(x).ir_value(loc=loc, ip=ip) for x in (x0, x1, x2, x3)],
-        "st.global.v4.f32 [$0], {$1, $2, $3, $4};", "l,f,f,f,f", has_side_effects=True, asm_dialect=0,
-        loc=loc, ip=ip)
+        + [cutlass.Float32(x).ir_value(loc=loc, ip=ip) for x in values],
+        f"st.global.v{len(values)}.f32 [$0], {{{operands}}};", "l" + ",f" * len(values), has_side_effects=True,
+        asm_dialect=0, loc=loc, ip=ip)
 
 
 SMEM_BYTES = 227 * 1024       # an H100/H200 CTA's shared memory at most
@@ -83,7 +88,8 @@ class StreamedStrips:
     `phases` (timing only) skips the products not listed (2: P, 3: Y, 4: C -= V Y): () is the streamed copy.
     """
 
-    def __init__(self, rows: int, width: int, block_n: int, threads: int, phases: tuple = (2, 3, 4)):
+    def __init__(self, rows: int, width: int, block_n: int, threads: int, phases: tuple = (2, 3, 4),
+                 direct_store: bool = False):
         assert width in (32, 64) and block_n in (8, 16, 32) and rows % 64 == 0
         self.rows = rows
         self.width = width
@@ -93,6 +99,10 @@ class StreamedStrips:
         self.shares = threads // WARP // self.tiles     # warps that sum one tile, each over a share of chunks
         assert self.shares * self.tiles * WARP == threads and self.shares in (1, 2)
         self.phases = phases
+        # phase 4 stores its results straight from registers (8 bytes a lane, whole 32-byte sectors), not
+        # into the buffer for a store pass after it
+        self.direct_store = direct_store
+        assert not direct_store or 4 in phases
         self.ld = block_n + 4           # phase 2's fragment reads of a strip land on 32 distinct banks
         smem = 4 * (2 * rows * self.ld + rows * width + 2 * width * block_n + width * width)
         assert smem <= SMEM_BYTES, (smem, SMEM_BYTES)
@@ -174,12 +184,15 @@ class StreamedStrips:
                     self._load_strip(mH, sC1, base, c, m, chunks, j0 + BN, col_hi, tidx)
                 else:
                     self._load_strip(mH, sC0, base, c, m, chunks, j0 + BN, col_hi, tidx)
+            strip = (mH, base, c, m, j0, col_hi)        # where the strip goes back
             if s % 2 == 0:
-                self._update(sC0, sHi, sLo, sT, sP, sY, chunks, tidx, warp, lane)
-                self._store(mH, sC0, base, c, m, j0, col_hi, tidx)
+                self._update(sC0, sHi, sLo, sT, sP, sY, strip, chunks, tidx, warp, lane)
+                if cutlass.const_expr(not self.direct_store):
+                    self._store(sC0, strip, tidx)
             else:
-                self._update(sC1, sHi, sLo, sT, sP, sY, chunks, tidx, warp, lane)
-                self._store(mH, sC1, base, c, m, j0, col_hi, tidx)
+                self._update(sC1, sHi, sLo, sT, sP, sY, strip, chunks, tidx, warp, lane)
+                if cutlass.const_expr(not self.direct_store):
+                    self._store(sC1, strip, tidx)
             cute.arch.sync_threads()        # the buffer's reads done before the load two strips on
 
     @cute.jit
@@ -194,13 +207,13 @@ class StreamedStrips:
             _copy_async_16(sC.iterator + r * self.ld + k, mH.iterator + src, r < m and k < width)
 
     @cute.jit
-    def _update(self, sC, sHi, sLo, sT, sP, sY, chunks, tidx, warp, lane):
+    def _update(self, sC, sHi, sLo, sT, sP, sY, strip, chunks, tidx, warp, lane):
         if cutlass.const_expr(2 in self.phases):
             self._project(sC, sHi, sLo, sP, chunks, warp, lane)
         if cutlass.const_expr(3 in self.phases):
             self._reflect(sT, sP, sY, tidx)
         if cutlass.const_expr(4 in self.phases):
-            self._apply(sC, sHi, sLo, sY, chunks, warp, lane)
+            self._apply(sC, sHi, sLo, sY, strip, chunks, warp, lane)
         cute.arch.sync_threads()
 
     @cute.jit
@@ -267,8 +280,9 @@ class StreamedStrips:
         cute.arch.sync_threads()
 
     @cute.jit
-    def _apply(self, sC, sHi, sLo, sY, chunks, warp, lane):
-        """4. C -= V Y on 16-row chunks warp, warp + warps, ..., Y's fragments split once by every warp"""
+    def _apply(self, sC, sHi, sLo, sY, strip, chunks, warp, lane):
+        """4. C -= V Y on 16-row chunks warp, warp + warps, ..., Y's fragments split once by every warp; into
+        the buffer, or with `direct_store` to H (rows under m, columns under the strip's width)"""
         NT = self.block_n // 8
         KS = self.width // 16
         warps = self.threads // WARP
@@ -300,14 +314,26 @@ class StreamedStrips:
                     for nt in cutlass.range_constexpr(NT):
                         acc[nt] = _mma_bf16(v[ka][ks], y[kb][ks][nt], acc[nt])
             for nt in cutlass.range_constexpr(NT):
-                for e in cutlass.range_constexpr(4):
-                    r = q + group + 8 * (e // 2)
-                    j = 8 * nt + 2 * pair + e % 2
-                    sC[r, j] = sC[r, j] - acc[nt][e]
+                if cutlass.const_expr(self.direct_store):
+                    mH, base, c, m, j0, col_hi = strip
+                    width = cutlass.min(self.block_n, col_hi - j0)
+                    for half in cutlass.range_constexpr(2):
+                        r = q + group + 8 * half
+                        j = 8 * nt + 2 * pair
+                        x = [sC[r, j] - acc[nt][2 * half], sC[r, j + 1] - acc[nt][2 * half + 1]]
+                        if r < m and j < width:
+                            offset = base + cutlass.Int64(c + r) * mH.shape[1] + j0 + j
+                            _store_global(mH.iterator.toint() + 4 * offset, x)
+                else:
+                    for e in cutlass.range_constexpr(4):
+                        r = q + group + 8 * (e // 2)
+                        j = 8 * nt + 2 * pair + e % 2
+                        sC[r, j] = sC[r, j] - acc[nt][e]
 
     @cute.jit
-    def _store(self, mH, sC, base, c, m, j0, col_hi, tidx):
+    def _store(self, sC, strip, tidx):
         """5. the strip back, 16 bytes a store (after `_update`'s last barrier)"""
+        mH, base, c, m, j0, col_hi = strip
         Q = self.block_n // 4
         width = cutlass.min(self.block_n, col_hi - j0)
         for e in cutlass.range(tidx, m * Q, self.threads, unroll=4):
@@ -315,22 +341,23 @@ class StreamedStrips:
             k = 4 * (e % Q)
             if k < width:
                 address = mH.iterator.toint() + 4 * (base + cutlass.Int64(c + r) * mH.shape[1] + j0 + k)
-                _store_global_v4(address, sC[r, k], sC[r, k + 1], sC[r, k + 2], sC[r, k + 3])
+                _store_global(address, [sC[r, k], sC[r, k + 1], sC[r, k + 2], sC[r, k + 3]])
 
 
 _COMPILED = {}
 
 
-def streamed_update(h, t, n, c, threads, block_n, phases=(2, 3, 4)):
+def streamed_update(h, t, n, c, threads, block_n, phases=(2, 3, 4), direct_store=False):
     """Update columns [c + W, n) of every matrix of h by the panel at c (V from h, T = t, W x W)."""
     width = t.shape[-1]
     rows = triton.cdiv(n, 64) * 64
-    key = (rows, width, threads, block_n, phases)
+    key = (rows, width, threads, block_n, phases, direct_store)
     stream = cuda.CUstream(torch.cuda.current_stream().cuda_stream)
     args = (submission._cute_tensor(h), submission._cute_tensor(t), cutlass.Int32(c), cutlass.Int32(c + width),
             cutlass.Int32(n))
     if key not in _COMPILED:
-        _COMPILED[key] = cute.compile(StreamedStrips(rows, width, block_n, threads, phases), *args, stream)
+        _COMPILED[key] = cute.compile(StreamedStrips(rows, width, block_n, threads, phases, direct_store),
+                                      *args, stream)
     _COMPILED[key](*args, stream)
 
 
@@ -359,9 +386,11 @@ def main(argv: list[str]) -> int:
                         except AssertionError:      # no such tiling, or too much shared memory
                             continue
                         for phases in (tuple(int(d) for d in text if d != "-") for text in args.phases.split(",")):
-                            configurations.append((
-                                f"streamed BN {block_n} threads {threads} phases {''.join(map(str, phases)) or '-'}",
-                                lambda a=(c, threads, block_n, phases), t=t: streamed_update(h, t, n, *a)))
+                            for direct in (False, True) if 4 in phases else (False,):
+                                configurations.append((
+                                    f"streamed BN {block_n} threads {threads} phases "
+                                    f"{''.join(map(str, phases)) or '-'}{' direct' if direct else ''}",
+                                    lambda a=(c, threads, block_n, phases, direct), t=t: streamed_update(h, t, n, *a)))
                 if not time_configurations(configurations, h, pristine, args.reps, device):
                     return 1
     return 0
