@@ -140,8 +140,7 @@ class StreamedStrips:
 
         smem = SmemAllocator()
         strip_layout = cute.make_layout((self.rows, self.ld), stride=(self.ld, 1))
-        sC0 = smem.allocate_tensor(cutlass.Float32, strip_layout, 16)
-        sC1 = smem.allocate_tensor(cutlass.Float32, strip_layout, 16)
+        buffers = smem.allocate_tensor(cutlass.Float32, cute.make_layout(2 * self.rows * self.ld), 16)
         plane_layout = cute.make_layout((self.rows * W // 2,), stride=(1,))
         sHi = smem.allocate_tensor(cutlass.Int32, plane_layout, 128)
         sLo = smem.allocate_tensor(cutlass.Int32, plane_layout, 128)
@@ -150,7 +149,8 @@ class StreamedStrips:
         sY = smem.allocate_tensor(cutlass.Float32, cute.make_layout((W, BN), stride=(BN, 1)), 16)
 
         # ----- 0. the first strip and T by cp.async; V's planes (the trapezoid, split) -----
-        self._load_strip(mH, sC0, base, c, m, chunks, col_lo, col_hi, tidx)
+        self._load_strip(mH, cute.make_tensor(buffers.iterator, strip_layout), base, c, m, chunks, col_lo, col_hi,
+                         tidx)
         for e in cutlass.range(tidx, W * W // 4, self.threads):
             _copy_async_16(sT.iterator + 4 * e, mT.iterator + cutlass.Int64(b) * W * W + 4 * e, True)
         for e in cutlass.range(tidx, 16 * chunks * (W // 2), self.threads, unroll=4):
@@ -179,20 +179,14 @@ class StreamedStrips:
             # ----- 1. strip s is in; strip s + 1 starts loading into the other buffer -----
             _copy_async_wait()
             cute.arch.sync_threads()
+            sC = cute.make_tensor(buffers.iterator + (s % 2) * self.rows * self.ld, strip_layout)
             if s + 1 < strips:
-                if s % 2 == 0:
-                    self._load_strip(mH, sC1, base, c, m, chunks, j0 + BN, col_hi, tidx)
-                else:
-                    self._load_strip(mH, sC0, base, c, m, chunks, j0 + BN, col_hi, tidx)
+                sNext = cute.make_tensor(buffers.iterator + (1 - s % 2) * self.rows * self.ld, strip_layout)
+                self._load_strip(mH, sNext, base, c, m, chunks, j0 + BN, col_hi, tidx)
             strip = (mH, base, c, m, j0, col_hi)        # where the strip goes back
-            if s % 2 == 0:
-                self._update(sC0, sHi, sLo, sT, sP, sY, strip, chunks, tidx, warp, lane)
-                if cutlass.const_expr(not self.direct_store):
-                    self._store(sC0, strip, tidx)
-            else:
-                self._update(sC1, sHi, sLo, sT, sP, sY, strip, chunks, tidx, warp, lane)
-                if cutlass.const_expr(not self.direct_store):
-                    self._store(sC1, strip, tidx)
+            self._update(sC, sHi, sLo, sT, sP, sY, strip, chunks, tidx, warp, lane)
+            if cutlass.const_expr(not self.direct_store):
+                self._store(sC, strip, tidx)
             cute.arch.sync_threads()        # the buffer's reads done before the load two strips on
 
     @cute.jit
