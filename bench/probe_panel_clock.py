@@ -20,7 +20,8 @@ resident (where they are, warp (j + 1) % warps owns it, and thread 0's
     barrier  the CTA barrier that ends the step (one CTA: after the next column's reflector is formed)
 
 A panel that takes its columns two a trip (`_column_pairs`: one CTA, streamed
-columns) has no column stamps; its panel stamps still come.
+columns) stamps its trips instead (TRIP_PHASES of warp 0, FORM_PHASES of the
+last warp, which forms the reflectors: PAIR_EDITS).
 
 The panel runs once on random data at the plan's rows, threads and cluster
 (`panel_plan`; with --merges a pair's second panel, whose "T formed" includes
@@ -81,6 +82,34 @@ EDITS = (
     ("                self._form_t(mA, sP, sTau, sGram, sT, mT, mScratch, b, rank, r0, nloc, c, w, tidx, lane, warp)\n",
      "", PANEL.format(7)),
 )
+# a `_column_pairs` trip at column j (even) stamps into column j's and j + 1's slots: warp 0 (thread 0) at
+# the trip's start, after its own work before the middle barrier, after that barrier, after its work
+# before the end barrier and after that barrier; the last warp (which forms the reflectors) before and
+# after forming column j + 1's reflector, and before and after forming column j + 2's
+TRIP = "{indent}self._stamp_warp(mScratch, b, warp, lane, {warp}, 1 + len(PANEL_STAMPS) + STEP_STAMPS * j + {slot})\n"
+FIRST = TRIP.format(indent=" " * 16, warp=0, slot="{}")
+LAST = TRIP.format(indent=" " * 16, warp="self.threads // WARP - 1", slot="{}")
+LAST_INNER = TRIP.format(indent=" " * 24, warp="self.threads // WARP - 1", slot="{}")
+PAIR_EDITS = (
+    ("            for j in cutlass.range(0, w, 2):\n", "", FIRST.format(0)),
+    ("                if j + 1 < w:\n                    if warp == self._reflector_warp(j + 1):\n",
+     FIRST.format(1) + LAST.format(5), ""),
+    ("                if j + 2 < w:\n                    if warp == self._reflector_warp(j + 2):\n",
+     FIRST.format(3) + LAST.format(7), ""),
+    ("                        self._form_reflector(sNext, sP, sTau, sGram, mTau, mScratch, b, r0, nloc, c, j + 2, lane)\n"
+     "                cute.arch.sync_threads()\n",
+     "", FIRST.format(4)),
+)
+# the form-reflector lines of a trip, each followed by the last warp's stamp (and the middle barrier by warp 0's)
+PAIR_FORMS = (
+    ("c, j + 1, lane)\n                cute.arch.sync_threads()\n\n",
+     "c, j + 1, lane)\n" + LAST_INNER.format(6) + "                cute.arch.sync_threads()\n" + FIRST.format(2) + "\n"),
+    ("c, j + 2, lane)\n                cute.arch.sync_threads()\n",
+     "c, j + 2, lane)\n" + LAST_INNER.format(8) + "                cute.arch.sync_threads()\n"),
+)
+TRIP_PHASES = ("A work", "A wait", "B work", "B wait")      # warp 0's, between its five stamps
+FORM_PHASES = ("A to form", "form A", "B to form", "form B")  # the last warp's, from the trip's start
+
 STAMP_METHOD = '''
         @cute.jit
         def _stamp(self, mScratch, b, rank, tidx, slot):
@@ -92,6 +121,15 @@ STAMP_METHOD = '''
                 mScratch[b, rank, STAMP_BASE + 2 * slot + 1] = cutlass.Float32(clock & 0xFFFF)
 
         @cute.jit
+        def _stamp_warp(self, mScratch, b, warp, lane, stamping, slot):
+            """Lane 0 of warp `stamping` (one CTA): the cycle counter into stamp `slot`, as `_stamp` stores it."""
+            if warp == stamping:
+                if lane == 0:
+                    clock = _clock32()
+                    mScratch[b, 0, STAMP_BASE + 2 * slot] = cutlass.Float32((clock >> 16) & 0xFFFF)
+                    mScratch[b, 0, STAMP_BASE + 2 * slot + 1] = cutlass.Float32(clock & 0xFFFF)
+
+        @cute.jit
         def _load_column('''
 
 
@@ -101,9 +139,12 @@ def stamped_module():
     start = text.index("    class HouseholderPanel:")
     end = text.index("\n    class ", start + 1)
     head, panel, tail = text[:start], text[start:end], text[end:]
-    for anchor, before, after in EDITS:
+    for anchor, before, after in EDITS + PAIR_EDITS:
         assert panel.count(anchor) == 1, f"anchor not found once: {anchor!r}"
         panel = panel.replace(anchor, before + anchor + after)
+    for anchor, replacement in PAIR_FORMS:
+        assert panel.count(anchor) == 1, f"anchor not found once: {anchor!r}"
+        panel = panel.replace(anchor, replacement)
     assert panel.count("        @cute.jit\n        def _load_column(") == 1
     panel = panel.replace("\n        @cute.jit\n        def _load_column(", STAMP_METHOD, 1)
     assert head.count("\n    @dsl_user_op\n    def _wait_acquire_cluster(") == 1
@@ -171,8 +212,8 @@ def report(stamps: torch.Tensor, width: int, us: float) -> None:
     total = median(panel[:, PANEL_STAMPS.index("T formed")])
     print(f"  launch {us:.1f} us; a CTA's stamps (median cycles): "
           + ", ".join(f"{name} {median(panel[:, k]):.0f}" for k, name in enumerate(PANEL_STAMPS)), flush=True)
-    if not steps.any():
-        print("  (no column stamps: the panel's columns go in pairs, `_column_pairs`)", flush=True)
+    if not steps[:, 1::2, STEP_STAMPS - 1].any():        # odd columns' last slot: stamped by single steps only
+        report_trips(panel, steps, median)
         return
     print(f"  {'column':>8s}" + "".join(f"{name:>9s}" for name in PHASES) + f"{'step':>9s}", flush=True)
     for j in sorted({0, 1, width // 4, width // 2, 3 * width // 4, width - 2, width - 1}):
@@ -181,6 +222,30 @@ def report(stamps: torch.Tensor, width: int, us: float) -> None:
     sums = [median(phases[:, :, p].sum(1)) for p in range(len(PHASES))]
     print(f"  {'panel':>8s}" + "".join(f"{x:9.0f}" for x in sums) + f"{median(phases.sum((1, 2))):9.0f}"
           f"   of {total:.0f} cycles to T formed", flush=True)
+
+
+def report_trips(panel: torch.Tensor, steps: torch.Tensor, median) -> None:
+    """`_column_pairs`' trips: warp 0's phases (TRIP_PHASES) and the last warp's (FORM_PHASES), medians over
+    CTAs of cycles, for a few trips and summed over the panel (0 where a trip forms no reflector); then
+    where the panel's loop stamp, the first trip's start, the last trip's end and the finished columns lie."""
+    first, last = steps[:, 0::2, :], steps[:, 1::2, :4]       # (ctas, trips, stamps)
+    marks = {"loop": panel[:, PANEL_STAMPS.index("loop")], "first trip": first[:, 0, 0],
+             "last trip's end": first[:, -1, -1], "finished": panel[:, PANEL_STAMPS.index("finished")]}
+    print("  " + ", ".join(f"{name} {median(at):.0f}" for name, at in marks.items()), flush=True)
+    trips = torch.cat([first[:, :, 1:] - first[:, :, :-1],
+                       torch.stack([last[:, :, 0] - first[:, :, 0], last[:, :, 1] - last[:, :, 0],
+                                    last[:, :, 2] - first[:, :, 2], last[:, :, 3] - last[:, :, 2]], dim=2)], dim=2)
+    trips = torch.where(torch.cat([first[:, :, 1:], last], dim=2) > 0, trips, 0)
+    names = TRIP_PHASES + FORM_PHASES
+    print(f"  {'trip at':>8s}" + "".join(f"{name:>10s}" for name in names) + f"{'trip':>9s}", flush=True)
+    count = trips.shape[1]
+    for t in sorted({0, 1, count // 4, count // 2, 3 * count // 4, count - 1}):
+        cells = [median(trips[:, t, p]) for p in range(len(names))]
+        print(f"  {2 * t:8d}" + "".join(f"{x:10.0f}" for x in cells)
+              + f"{median(trips[:, t, :len(TRIP_PHASES)].sum(1)):9.0f}", flush=True)
+    sums = [median(trips[:, :, p].sum(1)) for p in range(len(names))]
+    print(f"  {'panel':>8s}" + "".join(f"{x:10.0f}" for x in sums)
+          + f"{median(trips[:, :, :len(TRIP_PHASES)].sum((1, 2))):9.0f}", flush=True)
 
 
 def main() -> int:
