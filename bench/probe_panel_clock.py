@@ -21,7 +21,10 @@ resident (where they are, warp (j + 1) % warps owns it, and thread 0's
 
 A panel that takes its columns two a trip (`_column_pairs`: one CTA, streamed
 columns) stamps its trips instead (TRIP_PHASES of warp 0, FORM_PHASES of the
-last warp, which forms the reflectors: PAIR_EDITS).
+last warp, which forms the reflectors: PAIR_EDITS). A trip's start stamp can
+come after the trip's first shared-memory loads (the stamp's asm does not
+order memory), so the cycles between one trip's end and the next one's start,
+which the printed marks show, belong to the next trip's first phase.
 
 The panel runs once on random data at the plan's rows, threads and cluster
 (`panel_plan`; with --merges a pair's second panel, whose "T formed" includes
