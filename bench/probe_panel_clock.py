@@ -1,6 +1,7 @@
 """Where a panel's column step spends its cycles: HouseholderPanel with SM clock stamps (GPU).
 
     python bench/probe_panel_clock.py [--shapes 640x512,2x4096] [--columns 0] [--batch 132] [--merges] [--warm-v1]
+        [--remove later,arithmetic,larfg]
 
 The panel of `submission.py` is loaded from a copy of its text with stamps
 inserted at fixed places (each edit must apply exactly once): thread 0 of
@@ -24,7 +25,9 @@ columns) stamps its trips instead (TRIP_PHASES of warp 0, FORM_PHASES of the
 last warp, which forms the reflectors: PAIR_EDITS). A trip's start stamp can
 come after the trip's first shared-memory loads (the stamp's asm does not
 order memory), so the cycles between one trip's end and the next one's start,
-which the printed marks show, belong to the next trip's first phase.
+which the printed marks show, belong to the next trip's first phase. With
+--remove the paired trips leave parts out (REMOVALS), for timing only: what
+the rest costs without them.
 
 The panel runs once on random data at the plan's rows, threads and cluster
 (`panel_plan`; with --merges a pair's second panel, whose "T formed" includes
@@ -110,6 +113,23 @@ PAIR_FORMS = (
     ("c, j + 2, lane)\n                cute.arch.sync_threads()\n",
      "c, j + 2, lane)\n" + LAST_INNER.format(8) + "                cute.arch.sync_threads()\n"),
 )
+# parts of a paired panel's trips removed for timing (--remove; the factors come out wrong): (anchor, replacement)
+REMOVALS = {
+    # phase B's later columns: no trips of their loop
+    "later": ("                    for k in cutlass.range(first + NW, w, NW):\n",
+              "                    for k in cutlass.range(first + NW, first + NW, NW):\n"),
+    # their arithmetic: each later column loaded, scaled by tau (so that its store is not a no-op) and stored
+    "arithmetic": ("                        self._reflect(rV, rA, tau, sNext, 0, k)\n"
+                   "                        self._reflect(rV2, rA, tau_next, sNext, 0, k)\n",
+                   "                        for t in cutlass.range_constexpr(self.rows_per_lane):\n"
+                   "                            rA[t] = rA[t] * tau\n"),
+    # the reflector's formation: its inputs still waited for (the named barrier), `_larfg`'s work gone
+    "larfg": ("            beta, tau, lift, scale = self._larfg(sNext[q + NEXT_ALPHA], sNext[q + NEXT_XNORM2], "
+              "sNext[q + NEXT_XMAX],\n                                                 sP, mScratch, b, 0, r0, nloc, "
+              "c + k, k, lane)\n",
+              "            beta, tau, lift, scale = (sNext[q + NEXT_ALPHA], sNext[q + NEXT_XNORM2] * 0.0 + 0.5,\n"
+              "                                      sNext[q + NEXT_XMAX] * 0.0 + 1.0, cutlass.Float32(1.0))\n"),
+}
 TRIP_PHASES = ("A work", "A wait", "B work", "B wait")      # warp 0's, between its five stamps
 FORM_PHASES = ("A to form", "form A", "B to form", "form B")  # the last warp's, from the trip's start
 
@@ -136,8 +156,9 @@ STAMP_METHOD = '''
         def _load_column('''
 
 
-def stamped_module():
-    """submission.py with HouseholderPanel's stamps, loaded as its own module."""
+def stamped_module(removals: tuple = ()):
+    """submission.py with HouseholderPanel's stamps, and without the trip parts named in `removals`
+    (REMOVALS), loaded as its own module."""
     text = (ROOT / "submission.py").read_text()
     start = text.index("    class HouseholderPanel:")
     end = text.index("\n    class ", start + 1)
@@ -145,7 +166,7 @@ def stamped_module():
     for anchor, before, after in EDITS + PAIR_EDITS:
         assert panel.count(anchor) == 1, f"anchor not found once: {anchor!r}"
         panel = panel.replace(anchor, before + anchor + after)
-    for anchor, replacement in PAIR_FORMS:
+    for anchor, replacement in PAIR_FORMS + tuple(REMOVALS[name] for name in removals):
         assert panel.count(anchor) == 1, f"anchor not found once: {anchor!r}"
         panel = panel.replace(anchor, replacement)
     assert panel.count("        @cute.jit\n        def _load_column(") == 1
@@ -258,8 +279,10 @@ def main() -> int:
     parser.add_argument("--batch", type=int, help="matrices a launch, instead of the shape's")
     parser.add_argument("--merges", action="store_true", help="the panels at --columns are pairs' second panels")
     parser.add_argument("--warm-v1", action="store_true", help="V1 (the columns before the panel) starts in L2")
+    parser.add_argument("--remove", help=f"parts of a paired panel's trips to leave out, timing only: "
+                                         f"{', '.join(REMOVALS)}")
     args = parser.parse_args()
-    qr = stamped_module()
+    qr = stamped_module(tuple(args.remove.split(",")) if args.remove else ())
     sms, smem = qr._device_limits(torch.cuda.current_device())
     print(f"{torch.cuda.get_device_name()}", flush=True)
     for shape in args.shapes.split(","):
