@@ -2,7 +2,7 @@
 
     python bench/ab.py --variant base=path/to/old_submission.py \\
                        --variant new=submission.py --variant new-w8=submission.py:TRAIL_WARPS=8 \\
-                       [--shapes 20x32,640x512] [--rounds 15]
+                       [--shapes 20x32,640x512] [--rounds 15] [--share-kernels]
 
 A variant is a submission file loaded as its own module, with module-level
 constants overridden after import (`NAME=VALUE`, VALUE a Python literal,
@@ -15,6 +15,11 @@ variant's factors of the first input (printed where they differ); then
 (synchronize, flush L2, CUDA events around `[f(x) for x in inputs]`, time
 per call). Interleaving puts every variant under the same machine noise.
 Prints the median per variant and its ratio to the first variant.
+
+With --share-kernels, variants loaded from the same file share its first
+variant's compiled CuTe kernels (its `Plan` class and `_COMPILED` cache), so
+that a sweep of host-side constants (schedules, Triton tiles) compiles the
+panels once; only for overrides that no CuTe kernel reads.
 """
 import argparse
 import ast
@@ -40,13 +45,17 @@ import utils  # noqa: E402
 OTHER_SHAPES_SEED = 4242
 
 
-def load_variant(text: str):
-    """(name, custom_kernel) from 'name=file[:CONST=VALUE...]'."""
+def load_variant(text: str, shared: dict | None = None):
+    """(name, custom_kernel) from 'name=file[:CONST=VALUE...]'; with `shared` (file -> the first module
+    loaded from it) the module takes that first module's compiled-kernel cache."""
     name, _, rest = text.partition("=")
     path, *overrides = rest.split(":")
     spec = importlib.util.spec_from_file_location(f"variant_{name.replace('-', '_')}", ROOT / path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
+    if shared is not None:
+        first = shared.setdefault(path, module)
+        module.Plan, module._COMPILED = first.Plan, first._COMPILED
     for override in overrides:
         key, _, value = override.partition("=")
         if not hasattr(module, key):
@@ -116,9 +125,12 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--variant", action="append", required=True, help="name=file[:CONST=VALUE...]")
     parser.add_argument("--shapes", default="", help="batch x n list, e.g. 20x32,640x512 (default: all)")
     parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--share-kernels", action="store_true",
+                        help="variants of one file share its compiled CuTe kernels (host-side overrides only)")
     args = parser.parse_args(argv)
 
-    variants = dict(load_variant(v) for v in args.variant)
+    shared = {} if args.share_kernels else None
+    variants = dict(load_variant(v, shared) for v in args.variant)
     shapes = {tuple(map(int, s.split("x"))) for s in args.shapes.split(",") if s}
     return 0 if time_side_by_side(benchmark_cases(shapes), variants, args.rounds) else 1
 
