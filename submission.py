@@ -28,7 +28,8 @@ the GPU. The trailing update runs on tensor cores in 3xBF16: each float32
 operand is split on chip into `hi = bf16(x)` and `lo = bf16(x - hi)` and the
 product is `hi*hi + hi*lo + lo*hi` accumulated in float32 (~16 mantissa bits).
 The panel factorization stays in float32; `T`'s Gram matrix V^T V runs on
-tensor cores too, from three bf16 terms per entry (~24 bits), and its
+tensor cores too, from three bf16 terms per entry (~24 bits), a pair's
+V1^T V2 from two f16 terms of the entries scaled by 2^8 (~22 bits), and T's
 recurrence in float32.
 
 The launch sequence of each larger (device, batch, n) is captured once in a CUDA
@@ -222,6 +223,12 @@ GRAM_TILES = ((0, 0), (0, 1), (0, 2), (0, 3), (1, 2), (1, 3))
 # (split of A, of B) of the three-term bf16 splits (`_bf16_split`) that an mma tile sums, its smallest first:
 # all but small x small and the two small x middle terms, which fall below float32's rounding
 SPLIT_PRODUCTS = ((1, 1), (0, 2), (2, 0), (0, 1), (1, 0), (0, 0))
+# a pair's cross Gram V1^T V2 takes two-term f16 splits (`_f16_split`) of its entries scaled by F16_SPLIT_SCALE
+# (|v_i| <= 1, so f16's overflow, 65504, lies ~256 times beyond; entries down to 2^-11 keep 22 bits, smaller
+# ones 2^-33 absolute) and sums the three products of SPLIT_PAIR_PRODUCTS, smallest first (small x small, 2^-22 of the
+# product, is dropped)
+F16_SPLIT_SCALE = 2.0 ** 8
+SPLIT_PAIR_PRODUCTS = ((0, 1), (1, 0), (0, 0))
 WARP = 32
 # slots of a CTA's cluster scratch (see scratch_slots)
 SLOT_SCALED, SLOT_GRAM = 0, 1
@@ -692,24 +699,28 @@ if cutlass is not None:
             "@!done bra WAIT; }",
             "r,r", has_side_effects=True, asm_dialect=0, loc=loc, ip=ip)
 
+    def _asm_results(kind, count, operands, asm, constraints, *, loc, ip):
+        """The `count` results (each a `kind`, Int32 or Float32) of side-effect-free inline PTX `asm` on
+        the IR values `operands`."""
+        results = llvm.inline_asm(llvm.StructType.get_literal([kind.mlir_type] * count), operands, asm, constraints,
+                                  has_side_effects=False, asm_dialect=0, loc=loc, ip=ip)
+        return [kind(llvm.extractvalue(kind.mlir_type, results, [k], loc=loc, ip=ip)) for k in range(count)]
+
     @dsl_user_op
     def _bf16_split(x0, x1, *, loc=None, ip=None):
         """(big, middle, small): three registers of two bf16 each (x0's in the low half), each term the
         bf16 rounding of what the terms before it leave. What big and middle leave has at most 8
         significant bits, so x = big + middle + small exactly for 2^-110 <= |x| < 2^128 (below, small
         meets bf16's subnormal floor: an error under 2^-133)."""
-        i32 = cutlass.Int32.mlir_type
-        terms = llvm.inline_asm(
-            llvm.StructType.get_literal([i32] * 3),
-            [cutlass.Float32(x0).ir_value(loc=loc, ip=ip), cutlass.Float32(x1).ir_value(loc=loc, ip=ip)],
+        return _asm_results(
+            cutlass.Int32, 3, [cutlass.Float32(x).ir_value(loc=loc, ip=ip) for x in (x0, x1)],
             "{ .reg .b32 t0, t1; .reg .f32 r0, r1, s0, s1; "
             "cvt.rn.bf16x2.f32 $0, $4, $3; shl.b32 t0, $0, 16; and.b32 t1, $0, 0xffff0000; "
             "sub.f32 r0, $3, t0; sub.f32 r1, $4, t1; "
             "cvt.rn.bf16x2.f32 $1, r1, r0; shl.b32 t0, $1, 16; and.b32 t1, $1, 0xffff0000; "
             "sub.f32 s0, r0, t0; sub.f32 s1, r1, t1; "
             "cvt.rn.bf16x2.f32 $2, s1, s0; }",
-            "=&r,=&r,=&r,f,f", has_side_effects=False, asm_dialect=0, loc=loc, ip=ip)
-        return [cutlass.Int32(llvm.extractvalue(i32, terms, [k], loc=loc, ip=ip)) for k in range(3)]
+            "=&r,=&r,=&r,f,f", loc=loc, ip=ip)
 
     @dsl_user_op
     def _inverse_sqrt_power_of_two(x, *, loc=None, ip=None):
@@ -724,18 +735,31 @@ if cutlass is not None:
         return cutlass.Float32(result)
 
     @dsl_user_op
-    def _mma_bf16(a, b, acc, *, loc=None, ip=None):
-        """acc + A B by one warp-wide m16n8k16 mma.sync: a (4 registers) and b (2) hold bf16 pairs, acc (4
-        floats) the float32 accumulator, each in the PTX ISA's fragment layout for that shape."""
-        f32 = cutlass.Float32.mlir_type
-        result = llvm.inline_asm(
-            llvm.StructType.get_literal([f32] * 4),
+    def _f16_split(x0, x1, scale, *, loc=None, ip=None):
+        """(big, small): two registers of two f16 each (x0's in the low half), big = f16(scale x) and
+        small = f16(scale x - big), the subtraction exact. For |scale x| < 65504 nothing overflows and
+        |scale x - big - small| <= max(2^-22 |scale x|, 2^-25) (small's rounding, or its subnormal floor)."""
+        return _asm_results(
+            cutlass.Int32, 2, [cutlass.Float32(x).ir_value(loc=loc, ip=ip) for x in (x0, x1, scale)],
+            "{ .reg .b16 h0, h1; .reg .f32 s0, s1, b0, b1; "
+            "mul.rn.f32 s0, $2, $4; mul.rn.f32 s1, $3, $4; "
+            "cvt.rn.f16x2.f32 $0, s1, s0; mov.b32 {h0, h1}, $0; cvt.f32.f16 b0, h0; cvt.f32.f16 b1, h1; "
+            "sub.rn.f32 s0, s0, b0; sub.rn.f32 s1, s1, b1; "
+            "cvt.rn.f16x2.f32 $1, s1, s0; }",
+            "=&r,=&r,f,f,f", loc=loc, ip=ip)
+
+    @dsl_user_op
+    def _mma_16816(a, b, acc, operands="bf16", *, loc=None, ip=None):
+        """acc + A B by one warp-wide m16n8k16 mma.sync: a (4 registers) and b (2) hold pairs of `operands`
+        (bf16 or f16), acc (4 floats) the float32 accumulator, each in the PTX ISA's fragment layout for that
+        shape."""
+        return _asm_results(
+            cutlass.Float32, 4,
             [cutlass.Int32(x).ir_value(loc=loc, ip=ip) for x in (*a, *b)]
             + [cutlass.Float32(x).ir_value(loc=loc, ip=ip) for x in acc],
-            "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+            f"mma.sync.aligned.m16n8k16.row.col.f32.{operands}.{operands}.f32 "
             "{$0, $1, $2, $3}, {$4, $5, $6, $7}, {$8, $9}, {$10, $11, $12, $13};",
-            "=f,=f,=f,=f,r,r,r,r,r,r,f,f,f,f", has_side_effects=False, asm_dialect=0, loc=loc, ip=ip)
-        return [cutlass.Float32(llvm.extractvalue(f32, result, [k], loc=loc, ip=ip)) for k in range(4)]
+            "=f,=f,=f,=f,r,r,r,r,r,r,f,f,f,f", loc=loc, ip=ip)
 
     class HouseholderPanel:
         """Factor columns [c, c+w) of rows [c, n) of every matrix, w = min(width, n - c).
@@ -845,6 +869,7 @@ if cutlass is not None:
             self.ld = rows | 1
             self.rows_per_lane = -(-rows // WARP)
             self.slots = -(-width // (threads // WARP))       # columns a warp owns
+            self.alone = resident               # the plan's: at most one CTA an SM, registers to spare
             self.resident = resident and columns_fit_registers(rows, width, threads)
             self.ctas = cluster                 # CTAs a matrix
             self.finish_at_end = cluster == 1 and form_t    # sGram holds the columns' (beta, lift, scale)
@@ -1804,7 +1829,7 @@ if cutlass is not None:
                         ka, kb = SPLIT_PRODUCTS[p]
                         a = [terms[ka][0][2 * mt], terms[ka][0][2 * mt + 1],
                              terms[ka][1][2 * mt], terms[ka][1][2 * mt + 1]]
-                        acc = _mma_bf16(a, [terms[kb][0][nt], terms[kb][1][nt]], acc)
+                        acc = _mma_16816(a, [terms[kb][0][nt], terms[kb][1][nt]], acc)
                     for e in cutlass.range_constexpr(4):
                         rG[4 * t + e] = acc[e]
             # ----- partial sums through sParts, added in warp order -----
@@ -1938,75 +1963,98 @@ if cutlass is not None:
             (read from mA: below its diagonal at every row >= c, where V2 is not 0) and V2 this panel's (`_v_entry`).
 
             Every warp (all of them, where `_gram` takes `_gram_warps()`) takes row
-            chunks of 16 in turn, with V1 as the A operand and V2 as the B
-            operand, the same six products a tile.
-            Two passes over the rows, one an m-tile of V1's 16 columns (its two
-            column groups of a lane split into registers a chunk), so that a lane
-            holds four tiles' sums instead of eight: the panel's registers, which
-            set how many CTAs share an SM, stay those of its column steps (local
-            ptxas, sm_90a, 256 threads: 80 at 352-480 rows, as without the merge;
-            one pass took 108-114, two CTAs an SM instead of three). V2 comes one
-            column group (one n-tile) at a time. After each pass the warps'
-            parts are added in warp order (the same bits every run), one warp at a
-            time between CTA barriers.
+            chunks of 16 in turn, with V1 as the A operand (m-tiles of 16
+            columns) and V2 as the B operand (four n-tiles of 8), from two-term
+            f16 splits of the entries times F16_SPLIT_SCALE (`_f16_split`; a
+            reflector's entries are at most 1): the three products of
+            SPLIT_PAIR_PRODUCTS a tile, each within ~2^-20 of |v1_i| |v2_i|
+            (three terms' 2^-22) or ~2^-32 absolute for the smallest entries. A
+            plan alone on its SMs (one CTA an SM, registers to spare) takes both
+            m-tiles in one pass over the rows, splitting each entry once; one
+            whose CTAs share SMs takes two passes, one an m-tile, so that its
+            registers, which set how many CTAs share an SM, stay those of the
+            column steps (local ptxas, sm_90a: 256 threads at 480 rows 80, one
+            pass 105; alone, 512 threads at 640-1024 rows, one pass 126-127, no
+            spills). After each pass the warps' parts, scaled back, are added in
+            warp order (the same bits every run), one warp at a time between CTA
+            barriers.
             """
             W = self.width
             NW = self.threads // WARP
             assert W == 32, "the fragment mapping covers a 32 x 32 product"
             group = lane // 4
             pair = lane % 4
-            rC = cute.make_rmem_tensor(16, cutlass.Float32)                # n-tile nt's 16 x 8 sums in rC[4 nt:4 nt + 4]
-            for mt in cutlass.range_constexpr(2):
-                for e in cutlass.range_constexpr(16):
+            passes = 1 if self.alone else 2
+            tiles_m = 2 // passes                                  # V1's m-tiles a pass
+            unscale = 1.0 / (F16_SPLIT_SCALE * F16_SPLIT_SCALE)
+            # m-tile u x n-tile nt: its 16 x 8 sums at 4 (4 u + nt)
+            rC = cute.make_rmem_tensor(16 * tiles_m, cutlass.Float32)
+            rV1 = cute.make_rmem_tensor(8 * tiles_m, cutlass.Float32)   # the chunk's V1 entries (`_load_v1`)
+            for sweep in cutlass.range_constexpr(passes):
+                for e in cutlass.range_constexpr(16 * tiles_m):
                     rC[e] = cutlass.Float32(0.0)
                 for q in cutlass.range(16 * warp, nloc, 16 * NW):
-                    # first[k][half][m]: split k of V1 at rows (q + 2t, q + 2t + 1) (half 0) or (+8, +9) (half 1),
-                    # column 16 mt + g + 8m
-                    first = [[[None] * 2, [None] * 2] for _ in "bms"]
-                    for half in cutlass.range_constexpr(2):
-                        for m in cutlass.range_constexpr(2):
-                            row = q + 2 * pair + 8 * half
-                            col = 16 * mt + group + 8 * m
-                            split = _bf16_split(self._v1_entry(mA, b, row, col, r0, nloc, c),
-                                                self._v1_entry(mA, b, row + 1, col, r0, nloc, c))
-                            for k in cutlass.range_constexpr(3):
-                                first[k][half][m] = split[k]
+                    self._load_v1(mA, rV1, b, q, sweep, tiles_m, group, pair, r0, nloc, c)
+                    # first[k][u][half][m]: split k of V1 at rows (q + 2t, q + 2t + 1) (half 0) or (+8, +9)
+                    # (half 1), column 16 mt + group + 8m of the pass's m-tile u, mt = tiles_m sweep + u
+                    first = [[[[None] * 2, [None] * 2] for _ in range(tiles_m)] for _ in "bs"]
+                    for u in cutlass.range_constexpr(tiles_m):
+                        for half in cutlass.range_constexpr(2):
+                            for m in cutlass.range_constexpr(2):
+                                row = q + 2 * pair + 8 * half
+                                slot = 8 * u + 4 * half + 2 * m
+                                x0 = rV1[slot]
+                                x1 = rV1[slot + 1]
+                                if row >= nloc:
+                                    x0 = cutlass.Float32(0.0)
+                                if row + 1 >= nloc:
+                                    x1 = cutlass.Float32(0.0)
+                                split = _f16_split(x0, x1, F16_SPLIT_SCALE)
+                                for k in cutlass.range_constexpr(2):
+                                    first[k][u][half][m] = split[k]
                     for nt in cutlass.range_constexpr(4):
-                        second = [[None, None] for _ in "bms"]             # V2's column group nt, both halves
+                        second = [[None, None] for _ in "bs"]                # V2's column group nt, both halves
                         for half in cutlass.range_constexpr(2):
                             row = q + 2 * pair + 8 * half
-                            split = _bf16_split(self._v_entry(sP, row, group + 8 * nt, r0, nloc, c),
-                                                self._v_entry(sP, row + 1, group + 8 * nt, r0, nloc, c))
-                            for k in cutlass.range_constexpr(3):
+                            split = _f16_split(self._v_entry(sP, row, group + 8 * nt, r0, nloc, c),
+                                               self._v_entry(sP, row + 1, group + 8 * nt, r0, nloc, c),
+                                               F16_SPLIT_SCALE)
+                            for k in cutlass.range_constexpr(2):
                                 second[k][half] = split[k]
-                        acc = [rC[4 * nt], rC[4 * nt + 1], rC[4 * nt + 2], rC[4 * nt + 3]]
-                        for p in cutlass.range_constexpr(len(SPLIT_PRODUCTS)):
-                            ka, kb = SPLIT_PRODUCTS[p]
-                            a = [first[ka][0][0], first[ka][0][1], first[ka][1][0], first[ka][1][1]]
-                            acc = _mma_bf16(a, [second[kb][0], second[kb][1]], acc)
-                        for e in cutlass.range_constexpr(4):
-                            rC[4 * nt + e] = acc[e]
+                        for u in cutlass.range_constexpr(tiles_m):
+                            base = 4 * (4 * u + nt)
+                            acc = [rC[base], rC[base + 1], rC[base + 2], rC[base + 3]]
+                            for p in cutlass.range_constexpr(len(SPLIT_PAIR_PRODUCTS)):
+                                ka, kb = SPLIT_PAIR_PRODUCTS[p]
+                                a = [first[ka][u][0][0], first[ka][u][0][1], first[ka][u][1][0], first[ka][u][1][1]]
+                                acc = _mma_16816(a, [second[kb][0], second[kb][1]], acc, operands="f16")
+                            for e in cutlass.range_constexpr(4):
+                                rC[base + e] = acc[e]
                 for s in cutlass.range_constexpr(NW):
                     if warp == s:
-                        for nt in cutlass.range_constexpr(4):
+                        for t in cutlass.range_constexpr(4 * tiles_m):
                             for e in cutlass.range_constexpr(4):
-                                i = 16 * mt + group + 8 * (e // 2)
-                                j = 8 * nt + 2 * pair + e % 2
+                                i = 16 * (tiles_m * sweep + t // 4) + group + 8 * (e // 2)
+                                j = 8 * (t % 4) + 2 * pair + e % 2
+                                part = rC[4 * t + e] * unscale
                                 if cutlass.const_expr(s == 0):
-                                    sCross[j, i] = rC[4 * nt + e]
+                                    sCross[j, i] = part
                                 else:
-                                    sCross[j, i] = sCross[j, i] + rC[4 * nt + e]
+                                    sCross[j, i] = sCross[j, i] + part
                     cute.arch.sync_threads()
 
         @cute.jit
-        def _v1_entry(self, mA, b, r, col, r0, nloc, c):
-            """V1[r, col] of the panel at c - width (local row r >= 0: below V1's diagonal), 0 at rows >= nloc
-            (loaded from row nloc - 1 there, so that no load waits behind a branch: a chunk's loads are in
-            flight together)."""
-            x = mA[b, r0 + cutlass.min(r, nloc - 1), c - self.width + col]
-            if r >= nloc:
-                x = cutlass.Float32(0.0)
-            return x
+        def _load_v1(self, mA, rV1, b, q, sweep: int, tiles_m: int, group, pair, r0, nloc, c):
+            """rV1[8 u + 4 half + 2 m + i] := V1[q + 2 pair + 8 half + i, 16 mt + group + 8 m], mt = tiles_m sweep + u,
+            of the panel at c - width (local rows >= 0: below V1's diagonal), as loaded: rows past nloc read row
+            nloc - 1 (the caller selects 0 there), so that every load of a chunk issues at once, unconditionally."""
+            for u in cutlass.range_constexpr(tiles_m):
+                for half in cutlass.range_constexpr(2):
+                    for m in cutlass.range_constexpr(2):
+                        col = c - self.width + 16 * (tiles_m * sweep + u) + group + 8 * m
+                        for i in cutlass.range_constexpr(2):
+                            row = q + 2 * pair + 8 * half + i
+                            rV1[8 * u + 4 * half + 2 * m + i] = mA[b, r0 + cutlass.min(row, nloc - 1), col]
 
         @cute.jit
         def _merge_pair(self, sCross, sT1, sGram, sT, mT, b, tidx):

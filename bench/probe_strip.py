@@ -43,7 +43,7 @@ import triton  # noqa: E402
 import submission  # noqa: E402
 from probe_tma import main_fused  # noqa: E402
 from probe_update import median_us, random_batches  # noqa: E402
-from submission import WARP, _bf16_split, _mma_bf16, cute, cutlass, cuda, SmemAllocator  # noqa: E402
+from submission import WARP, _asm_results, _bf16_split, _mma_16816, cute, cutlass, cuda, SmemAllocator  # noqa: E402
 from submission import dsl_user_op, llvm  # noqa: E402
 
 PRODUCTS = ((0, 1), (1, 0), (0, 0))     # (split of A, of B): big x small, small x big, then big x big
@@ -71,16 +71,13 @@ def _copy_async_wait(*, loc=None, ip=None):
 @dsl_user_op
 def _bf16_split2(x0, x1, *, loc=None, ip=None):
     """(big, middle): two registers of two bf16 each (x0's in the low half), as `_bf16_split`'s first two."""
-    i32 = cutlass.Int32.mlir_type
-    terms = llvm.inline_asm(
-        llvm.StructType.get_literal([i32] * 2),
-        [cutlass.Float32(x0).ir_value(loc=loc, ip=ip), cutlass.Float32(x1).ir_value(loc=loc, ip=ip)],
+    return _asm_results(
+        cutlass.Int32, 2, [cutlass.Float32(x).ir_value(loc=loc, ip=ip) for x in (x0, x1)],
         "{ .reg .b32 t0, t1; .reg .f32 r0, r1; "
         "cvt.rn.bf16x2.f32 $0, $3, $2; shl.b32 t0, $0, 16; and.b32 t1, $0, 0xffff0000; "
         "sub.f32 r0, $2, t0; sub.f32 r1, $3, t1; "
         "cvt.rn.bf16x2.f32 $1, r1, r0; }",
-        "=&r,=&r,f,f", has_side_effects=False, asm_dialect=0, loc=loc, ip=ip)
-    return [cutlass.Int32(llvm.extractvalue(i32, terms, [k], loc=loc, ip=ip)) for k in range(2)]
+        "=&r,=&r,f,f", loc=loc, ip=ip)
 
 
 @dsl_user_op
@@ -269,7 +266,7 @@ class StripUpdate:
                     for p in cutlass.range_constexpr(len(PRODUCTS)):
                         ka, kb = PRODUCTS[p]
                         a = [v[ka][0][2 * mt], v[ka][0][2 * mt + 1], v[ka][1][2 * mt], v[ka][1][2 * mt + 1]]
-                        acc = _mma_bf16(a, [x[kb][0][nt], x[kb][1][nt]], acc)
+                        acc = _mma_16816(a, [x[kb][0][nt], x[kb][1][nt]], acc)
                     for e in cutlass.range_constexpr(4):
                         rP[4 * t + e] = acc[e]
         for s in cutlass.range_constexpr(NW):
@@ -314,7 +311,7 @@ class StripUpdate:
             for p in cutlass.range_constexpr(len(PRODUCTS)):
                 ka, kb = PRODUCTS[p]
                 a = [v[ka][0][0], v[ka][0][1], v[ka][1][0], v[ka][1][1]]
-                acc[p] = _mma_bf16(a, [x[kb][0], x[kb][1]], acc[p])
+                acc[p] = _mma_16816(a, [x[kb][0], x[kb][1]], acc[p])
         for e in cutlass.range_constexpr(4):
             sP[16 * mt + group + 8 * (e // 2), 8 * nt + 2 * pair + e % 2] = (acc[0][e] + acc[1][e]) + acc[2][e]
         cute.arch.sync_threads()
@@ -381,7 +378,7 @@ class StripUpdate:
                 for ks in cutlass.range_constexpr(2):
                     for p in cutlass.range_constexpr(len(PRODUCTS)):
                         ka, kb = PRODUCTS[p]
-                        acc = _mma_bf16(v[ka][ks], [yf[kb][ks][0][nt], yf[kb][ks][1][nt]], acc)
+                        acc = _mma_16816(v[ka][ks], [yf[kb][ks][0][nt], yf[kb][ks][1][nt]], acc)
                 for e in cutlass.range_constexpr(4):
                     r = q + group + 8 * (e // 2)
                     j = 8 * nt + 2 * pair + e % 2

@@ -49,7 +49,7 @@ import triton  # noqa: E402
 import submission  # noqa: E402
 from probe_strip import PRODUCTS, _bf16_split2, _copy_async_16, _copy_async_wait, time_configurations  # noqa: E402
 from probe_update import main_update, random_batches  # noqa: E402
-from submission import WARP, _mma_bf16, cute, cutlass, cuda, SmemAllocator  # noqa: E402
+from submission import WARP, _mma_16816, cute, cutlass, cuda, SmemAllocator  # noqa: E402
 from submission import dsl_user_op, llvm  # noqa: E402
 
 
@@ -240,7 +240,7 @@ class StreamedStrips:
                         x[k][half] = split[k]
                 for p in cutlass.range_constexpr(len(PRODUCTS)):
                     ka, kb = PRODUCTS[p]
-                    acc[3 * u + p] = _mma_bf16(v[ka], x[kb], acc[3 * u + p])
+                    acc[3 * u + p] = _mma_16816(v[ka], x[kb], acc[3 * u + p])
         for p in cutlass.range_constexpr(len(PRODUCTS)):
             for e in cutlass.range_constexpr(4):
                 acc[p][e] = acc[p][e] + acc[3 + p][e]
@@ -306,7 +306,7 @@ class StreamedStrips:
                 for p in cutlass.range_constexpr(len(PRODUCTS)):
                     ka, kb = PRODUCTS[p]
                     for nt in cutlass.range_constexpr(NT):
-                        acc[nt] = _mma_bf16(v[ka][ks], y[kb][ks][nt], acc[nt])
+                        acc[nt] = _mma_16816(v[ka][ks], y[kb][ks][nt], acc[nt])
             for nt in cutlass.range_constexpr(NT):
                 if cutlass.const_expr(self.direct_store):
                     mH, base, c, m, j0, col_hi = strip
