@@ -1,5 +1,5 @@
 #!/bin/bash
-# GPU call 2 of the next session (carry .whl .device): the blocked path's GPU tests in 8 parallel shards
+# A GPU call (carry .whl .device): the blocked path's GPU tests in 8 parallel shards
 # (the spec cases of every blocked shape at seed 11, pairs, look-ahead, eager and first-update launches,
 # extreme, subnormal, NaN/Inf, mixed-magnitude and strided inputs, agreement with geqrf), then
 # compare.py on the tree ($1: its commit; without it, the tests only). Logs under $OUT; ~6 minutes.
