@@ -1892,9 +1892,9 @@ if cutlass is not None:
             The Gram matrix V^T V comes from tensor cores (`_gram`); T is then
             built from its diagonal by log2(width) merges of block pairs
             (`_merge_t_blocks`), each two rounds of short dots, an entry or more a thread.
-            With `merges`, V1^T V2 comes the same way first (`_cross_gram`, into sT,
-            transposed like T, until T needs it) and the pair's T follows T
-            (`_merge_pair`).
+            With `merges`, V1^T V2 comes first, on tensor cores from f16 splits
+            (`_cross_gram`, into sT, transposed like T, until T needs it) and the
+            pair's T follows T (`_merge_pair`).
             """
             W = self.width
             G = self.cluster
