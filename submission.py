@@ -869,7 +869,7 @@ if cutlass is not None:
             self.ld = rows | 1
             self.rows_per_lane = -(-rows // WARP)
             self.slots = -(-width // (threads // WARP))       # columns a warp owns
-            self.alone = resident               # the plan's: at most one CTA an SM, registers to spare
+            self.cross_passes = 1 if resident else 2    # `_cross_gram`'s: one where the plan's CTAs have SMs alone
             self.resident = resident and columns_fit_registers(rows, width, threads)
             self.ctas = cluster                 # CTAs a matrix
             self.finish_at_end = cluster == 1 and form_t    # sGram holds the columns' (beta, lift, scale)
@@ -1984,7 +1984,7 @@ if cutlass is not None:
             assert W == 32, "the fragment mapping covers a 32 x 32 product"
             group = lane // 4
             pair = lane % 4
-            passes = 1 if self.alone else 2
+            passes = self.cross_passes
             tiles_m = 2 // passes                                  # V1's m-tiles a pass
             unscale = 1.0 / (F16_SPLIT_SCALE * F16_SPLIT_SCALE)
             # m-tile u x n-tile nt: its 16 x 8 sums at 4 (4 u + nt)
