@@ -195,10 +195,10 @@ RETARGET_PREFIX_NODES = 16
 # host time, and past the first part that outlasts the GPU's work (2x4096, 608 kernels: 9.95 ms replayed,
 # 10.76 retargeted in two parts; 8x2048, 288: 5.16 and 5.14; 60x1024, 102: 3.14 and 3.01)
 RETARGET_MAX_NODES = 400
-# blocked plans whose h holds at least this many bytes per panel launch eagerly into fresh outputs,
-# saving the graph's copies out where a panel's GPU time hides its launches' host time
-# (640x512, 42 MB a panel: 6.70 -> 6.54 ms; 60x1024, 8 MB a panel, host-bound: 5.61 -> 9.88 ms)
-EAGER_MIN_PANEL_BYTES = 16 << 20
+# blocked plans of at least this many bytes of matrices launch eagerly into fresh outputs instead of a
+# graph, which keeps an h and tau of its own as large as the input; below it the graph is faster, its
+# kernels' starts untied from the host's launches (640x512, 671 MB: 3.700 -> 3.663 and 3.920 -> 3.722 ms)
+EAGER_MIN_BYTES = 1 << 30
 # square plans from this n launch eagerly too, by raw pointers: the kernel reads a contiguous input itself
 # and writes fresh outputs, which saves the graph's copy in and copies out (~10 us of GPU time at 40x176)
 # where the kernel's GPU time hides the launch's host time
@@ -2484,12 +2484,11 @@ def columns_fit_registers(rows: int, width: int, threads: int) -> bool:
 
 
 def launches_eagerly(batch: int, n: int, plan: Plan) -> bool:
-    """Whether calls launch into fresh outputs instead of replaying a graph: a square plan from
-    SQUARE_EAGER_MIN_N, or a blocked plan with at least EAGER_MIN_PANEL_BYTES of matrices per panel, so
-    that the kernels' GPU time hides their launches' host time."""
+    """Whether calls launch into fresh outputs instead of launching a graph: a square plan from
+    SQUARE_EAGER_MIN_N, or a blocked plan of at least EAGER_MIN_BYTES of matrices."""
     if plan.square:
         return n >= SQUARE_EAGER_MIN_N
-    return batch * n * n * 4 >= EAGER_MIN_PANEL_BYTES * -(-n // plan.width)
+    return batch * n * n * FLOAT_BYTES >= EAGER_MIN_BYTES
 
 
 def scratch_slots(width: int) -> int:
@@ -3141,9 +3140,9 @@ class Factorization:
     in and one launch whatever the number of panels: the input is staged
     into fresh outputs and the graph launched on them (`RetargetedGraph`;
     where the driver cannot retarget it, staged into the graph's own h, the
-    graph replayed and h and tau copied out). Plans
-    with at least EAGER_MIN_PANEL_BYTES of h per panel, and square plans
-    from SQUARE_EAGER_MIN_N, instead launch eagerly, factoring a fresh
+    graph replayed and h and tau copied out). Blocked plans
+    of at least EAGER_MIN_BYTES of matrices, and square plans from
+    SQUARE_EAGER_MIN_N, instead launch eagerly, factoring a fresh
     output in place (`eager`), and keep no h or tau of their own; an eager
     square kernel takes raw pointers (`SquareByPointers`) and reads a
     contiguous input itself. Calls are ordered through `done`, so two streams never

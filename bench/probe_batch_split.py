@@ -12,7 +12,7 @@ updates can fill the SMs another part's panels leave, with no dependency
 between them. The same parts on one stream tell what the smaller batch's
 plan alone changes. Each part is staged and launched into its slice of one
 pair of outputs (no copies) by `Factorization.launch`, so a part whose
-plan would replay a graph (160x512: under EAGER_MIN_PANEL_BYTES a panel)
+plan would launch a graph (under EAGER_MIN_BYTES: every part here)
 launches eagerly here and may be host-bound; its `done` ordering is not
 used (one caller). Cases, checks and timing are ab.py's
 (`time_side_by_side`); bits may differ from the whole batch's where a

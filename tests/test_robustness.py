@@ -286,7 +286,7 @@ def test_blocked_relaunches_follow_the_inputs_alignment(monkeypatch):
     # after a key's first launch the blocked path's Triton kernels are relaunched directly (`_launch`); the
     # first update of this plan reads a contiguous input in place, so a 4-byte shifted input needs its own
     # kernel (compiled without the 16-byte alignment), and either input relaunches the one compiled for it
-    monkeypatch.setattr(submission, "EAGER_MIN_PANEL_BYTES", 0)
+    monkeypatch.setattr(submission, "EAGER_MIN_BYTES", 0)
     batch, n = 640, 300             # a first pair whose two updates are fused while 4 x SMs <= 640 programs
     matrices = reference.generate_input(batch, n, 1, 79, "dense")
     f = submission.Factorization(batch, n, matrices.device)
@@ -348,11 +348,13 @@ def test_batches_past_the_grid_limit_give_each_chunks_own_factors(monkeypatch):
 # GPU: autograd, inference mode, random streams, the cache's lifetimes
 # ---------------------------------------------------------------------------
 @pytest.mark.gpu
-@pytest.mark.parametrize("batch,n", [(3, 100), (3, 176), (3, 300), (480, 300)],
+@pytest.mark.parametrize("batch,n,eager_bytes", [(3, 100, None), (3, 176, None), (3, 300, None), (480, 300, 0)],
                          ids=["square-graph", "square-eager", "blocked-graph", "blocked-eager"])
-def test_a_first_call_in_inference_mode_leaves_the_shape_usable_outside_it(batch, n):
+def test_a_first_call_in_inference_mode_leaves_the_shape_usable_outside_it(batch, n, eager_bytes, monkeypatch):
     # a shape's buffers are built by its first call; built as inference tensors, later calls outside
     # inference mode could not write them
+    if eager_bytes is not None:
+        monkeypatch.setattr(submission, "EAGER_MIN_BYTES", eager_bytes)
     a = reference.generate_input(batch, n, 1, 73, "dense")
     with submission._FACTORIZATIONS_LOCK:
         submission._FACTORIZATIONS.pop((a.device.index, batch, n), None)
@@ -389,10 +391,11 @@ def test_precompile_leaves_the_callers_random_stream_alone(monkeypatch):
 
 
 @pytest.mark.gpu
-def test_a_new_shapes_first_run_orders_the_calls_after_it():
+def test_a_new_shapes_first_run_orders_the_calls_after_it(monkeypatch):
     # the first run of a new Factorization uses the buffers every call uses: `done` is recorded after it,
     # so a first call from another stream waits. Here the first run queues behind a ~1 s sleep, so its
     # event is still pending when the constructor returns (an eager plan: no capture synchronizes)
+    monkeypatch.setattr(submission, "EAGER_MIN_BYTES", 0)
     a = reference.generate_input(480, 300, 1, 83, "dense")
     submission.custom_kernel(a)                     # compiled
     torch.cuda.synchronize()

@@ -104,10 +104,13 @@ def test_columns_stay_in_registers_only_at_one_cta_per_sm():
     assert submission.make_plan(2, 4096, H200_SMS, H200_SMEM).resident
 
 
-def test_only_large_square_plans_and_large_panels_launch_eagerly():
+def test_only_large_square_plans_and_large_blocked_batches_launch_eagerly():
     eager = {(batch, n) for batch, n in submission.BENCHMARK_SHAPES
              if submission.launches_eagerly(batch, n, submission.make_plan(batch, n, H200_SMS, H200_SMEM))}
-    assert eager == {(40, 176), (640, 512)}
+    assert eager == {(40, 176)}
+    # a blocked batch from EAGER_MIN_BYTES of matrices on: 1024 x 512 x 512 floats are 1 GiB
+    plan = submission.make_plan(1024, 512, H200_SMS, H200_SMEM)
+    assert submission.launches_eagerly(1024, 512, plan) and not submission.launches_eagerly(1023, 512, plan)
 
 
 def test_a_panel_holds_only_the_rows_left():
@@ -582,8 +585,11 @@ def test_state_input_untouched_outputs_fresh_and_deterministic(batch, n):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("batch,n", [(20, 32), (40, 176), (40, 352), (2, 1024), (256, 512)])   # 40x176, 256x512: eager
-def test_side_streams(batch, n):
+@pytest.mark.parametrize("batch,n,eager_bytes", [(20, 32, None), (40, 176, None), (40, 352, None), (2, 1024, None),
+                                                 (256, 512, 0)])       # 40x176, 256x512: eager
+def test_side_streams(batch, n, eager_bytes, monkeypatch):
+    if eager_bytes is not None:
+        monkeypatch.setattr(submission, "EAGER_MIN_BYTES", eager_bytes)
     inputs = [reference.generate_input(batch, n, 1, seed, "dense") for seed in (1, 2)]
     expected = [submission.custom_kernel(a) for a in inputs]
     torch.cuda.synchronize()
@@ -682,11 +688,14 @@ def test_lookahead_graph_captures_its_chain_above_its_trailing_updates(monkeypat
 def test_paired_and_single_panels_both_factor(batch, n, pair_bytes, fuse_all, lookahead, monkeypatch):
     # with every update fused, pairs all the way to the square tail, or pairs then single panels (2 x 1100:
     # from column 416); 40 x 1100 pairs to column 576 (its rest updates split by rows from column 192, 256
-    # without look-ahead); 528 x 256 launches eagerly, its first pair's updates reading the input; 70 x 640's
-    # first two pairs are CholeskyQR2 panels on one CTA a matrix, the second merging T
+    # without look-ahead); 528 x 256 launches eagerly (EAGER_MIN_BYTES lowered), its first pair's updates
+    # reading the input; 70 x 640's first two pairs are CholeskyQR2 panels on one CTA a matrix, the second
+    # merging T
     if fuse_all:
         monkeypatch.setattr(submission, "TRAIL_FUSE_PROGRAMS", 0)
         monkeypatch.setattr(submission, "PAIR_MIN_TILES", 0)
+    if (batch, n) == (528, 256):
+        monkeypatch.setattr(submission, "EAGER_MIN_BYTES", 0)
     a = reference.generate_input(batch, n, 1, 83, "dense")
     a[0] *= 1e-30                   # lifted before the tensor-core updates
     for threshold in (pair_bytes, 1 << 62):
@@ -717,7 +726,7 @@ def test_square_tail_leaves_the_panels_columns_as_they_were(batch, n):
 @pytest.mark.gpu
 @pytest.mark.parametrize("batch,n", [(3, 300), (2, 1100)])
 def test_eager_launches_factor_into_fresh_outputs(batch, n, monkeypatch):
-    monkeypatch.setattr(submission, "EAGER_MIN_PANEL_BYTES", 0)
+    monkeypatch.setattr(submission, "EAGER_MIN_BYTES", 0)
     a = reference.generate_input(batch, n, 1, 71, "dense")
     f = submission.Factorization(batch, n, a.device)
     assert f.eager and f.graph is None and f.h is None and f.nbytes < a.nbytes
@@ -819,7 +828,7 @@ def test_panels_bound_once_a_call_give_the_bits_of_plain_launches(batch, n, eage
         monkeypatch.setattr(submission, "PAIR_MIN_BYTES", 0)
         monkeypatch.setattr(submission, "PAIR_MIN_TILES", 0)
         monkeypatch.setattr(submission, "TRAIL_FUSE_PROGRAMS", 0)
-    monkeypatch.setattr(submission, "EAGER_MIN_PANEL_BYTES", 0 if eager else 1 << 62)
+    monkeypatch.setattr(submission, "EAGER_MIN_BYTES", 0 if eager else 1 << 62)
     a = reference.generate_input(batch, n, 1, 83, "dense")
     f = submission.Factorization(batch, n, a.device)
     assert f.eager == eager and any(step.pair for step in f.steps) == pairs
@@ -839,7 +848,7 @@ def test_panels_bound_once_a_call_give_the_bits_of_plain_launches(batch, n, eage
 def test_first_update_reads_a_contiguous_input_as_a_staged_copy(monkeypatch):
     # 640 x 300: one CTA a matrix and a first pair whose two updates are fused (their 640 and 2560 column
     # tiles give every SM 4 programs up to 160 SMs), so a contiguous input is read in place
-    monkeypatch.setattr(submission, "EAGER_MIN_PANEL_BYTES", 0)
+    monkeypatch.setattr(submission, "EAGER_MIN_BYTES", 0)
     a = reference.generate_input(640, 300, 1, 73, "dense")
     a[0] *= 1e-30                   # lifted before the tensor-core updates
     a[1] *= 1e30
