@@ -196,8 +196,8 @@ RETARGET_PREFIX_NODES = 16
 # 10.76 retargeted in two parts; 8x2048, 288: 5.16 and 5.14; 60x1024, 102: 3.14 and 3.01)
 RETARGET_MAX_NODES = 400
 # blocked plans of at least this many bytes of matrices launch eagerly into fresh outputs instead of a
-# graph, which keeps an h and tau of its own as large as the input; below it the graph is faster, its
-# kernels' starts untied from the host's launches (640x512, 671 MB: 3.700 -> 3.663 and 3.920 -> 3.722 ms)
+# graph, which keeps an h and tau of its own as large as the input; below it the graph is faster
+# (640x512, 671 MB, eager -> graph side by side: 3.700 -> 3.663 and 3.920 -> 3.722 ms)
 EAGER_MIN_BYTES = 1 << 30
 # square plans from this n launch eagerly too, by raw pointers: the kernel reads a contiguous input itself
 # and writes fresh outputs, which saves the graph's copy in and copies out (~10 us of GPU time at 40x176)
