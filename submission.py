@@ -268,18 +268,49 @@ def _stage_input_kernel(
     stride_ab, stride_ar, stride_ac,
     BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr,
 ):
-    """H[b, :, :col_end] := A[b, :, :col_end] (any strides), size[b] := max(size[b], |A[b]|_max) over the
-    tile (all n columns)."""
+    """H[b, :, :col_end] := A[b, :, :col_end] (any strides), size[b] := max(size[b], |A[b, :, :col_end]|_max)
+    over the tile's entries that are not NaN (`_tiny_size_kernel`'s maximum skips NaN too)."""
     pid_r = tl.program_id(0)
     pid_c = tl.program_id(1)
     b = tl.program_id(2).to(tl.int64)
     rows = pid_r * BLOCK_R + tl.arange(0, BLOCK_R)
     cols = pid_c * BLOCK_C + tl.arange(0, BLOCK_C)
-    mask = (rows[:, None] < n) & (cols[None, :] < n)
+    mask = (rows[:, None] < n) & (cols[None, :] < col_end)
     offsets = b * stride_ab + rows.to(tl.int64)[:, None] * stride_ar + cols.to(tl.int64)[None, :] * stride_ac
     x = tl.load(a_ptr + offsets, mask=mask, other=0.0)
-    tl.store(h_ptr + b * n * n + rows[:, None] * n + cols[None, :], x, mask=mask & (cols[None, :] < col_end))
-    tl.atomic_max(size_ptr + b, tl.max(tl.max(tl.abs(x), axis=1), axis=0))
+    tl.store(h_ptr + b * n * n + rows[:, None] * n + cols[None, :], x, mask=mask)
+    tile_max = tl.max(tl.max(tl.abs(x), axis=1), axis=0)       # NaN only where every entry is
+    tl.atomic_max(size_ptr + b, tile_max, mask=tile_max == tile_max)
+
+
+@triton.jit
+def _tiny_size_kernel(
+    a_ptr, size_ptr, n, col_begin,
+    stride_ab, stride_ar, stride_ac,
+    BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr,
+):
+    """size[b] := max(size[b], |A[b, :, col_begin:]|_max) for the matrices whose size[b] (their staged
+    columns' largest entry) is below 2^TINY_EXPONENT; one program a matrix, the others return at once.
+
+    The lift's decision (`_lift_exponent`) then is the one all of A gives:
+    a matrix whose staged columns reach 2^TINY_EXPONENT is not lifted either
+    way, and every other one gets its exact largest entry that is not NaN,
+    as staging every column gives. So a call that stages only some columns
+    reads the others of a matrix that is not tiny only in its updates.
+    """
+    b = tl.program_id(0).to(tl.int64)
+    size = tl.load(size_ptr + b)
+    if _lift_exponent(size) != 0:
+        for r0 in range(0, n, BLOCK_R):
+            rows = r0 + tl.arange(0, BLOCK_R)
+            for c0 in range(col_begin, n, BLOCK_C):
+                cols = c0 + tl.arange(0, BLOCK_C)
+                mask = (rows[:, None] < n) & (cols[None, :] < n)
+                offsets = (b * stride_ab + rows.to(tl.int64)[:, None] * stride_ar
+                           + cols.to(tl.int64)[None, :] * stride_ac)
+                x = tl.load(a_ptr + offsets, mask=mask, other=0.0)
+                size = tl.maximum(size, tl.max(tl.max(tl.abs(x), axis=1), axis=0))
+        tl.store(size_ptr + b, size)
 
 
 @triton.jit
@@ -2872,12 +2903,18 @@ def _launch(kernel, grid: tuple, *args, **kwargs) -> None:
 
 
 def _stage_input(a, h, size, col_end: int | None = None):
-    """h[:, :, :col_end] := a[:, :, :col_end] (any strides; all columns by default) and
-    size[b] := max(size[b], max |a[b]|); size starts at 0."""
+    """h[:, :, :col_end] := a[:, :, :col_end] (any strides; all columns by default) and size[b] := the
+    largest |a[b]| that is not NaN as far as the lift needs it: exact where below 2^TINY_EXPONENT, else at
+    least that (`_tiny_size_kernel` reads the columns from col_end on of tiny candidates only); size
+    starts at 0."""
     batch, n, _ = h.shape
-    _launch(_stage_input_kernel, (triton.cdiv(n, STAGE_BLOCK[0]), triton.cdiv(n, STAGE_BLOCK[1]), batch),
-            a, h, size, n, n if col_end is None else col_end, a.stride(0), a.stride(1), a.stride(2),
-            BLOCK_R=STAGE_BLOCK[0], BLOCK_C=STAGE_BLOCK[1])
+    col_end = n if col_end is None else min(col_end, n)
+    strides = (a.stride(0), a.stride(1), a.stride(2))
+    _launch(_stage_input_kernel, (triton.cdiv(n, STAGE_BLOCK[0]), triton.cdiv(col_end, STAGE_BLOCK[1]), batch),
+            a, h, size, n, col_end, *strides, BLOCK_R=STAGE_BLOCK[0], BLOCK_C=STAGE_BLOCK[1])
+    if col_end < n:
+        _launch(_tiny_size_kernel, (batch,), a, size, n, col_end, *strides,
+                BLOCK_R=STAGE_BLOCK[0], BLOCK_C=STAGE_BLOCK[1])
 
 
 def _lift(h, size, inverse: bool, col_end: int | None = None):
@@ -3155,9 +3192,9 @@ class Factorization:
     launch (`reads_input`) stages only the `staged` columns of a contiguous
     input (`staged_columns`): the first step's fused updates read the
     others from the input itself, which saves writing a staged copy of the
-    matrices per call (the staging kernel still reads them all for their
-    largest entries); a graph call's input is a third buffer its graph is
-    retargeted to. With `lookahead` (by default
+    matrices per call and reading them in the staging kernel, except tiny
+    candidates (`_tiny_size_kernel`); a graph call's input is a third
+    buffer its graph is retargeted to. With `lookahead` (by default
     where `looks_ahead`) the trailing updates run partly on a side stream
     (see `launch`).
     """
@@ -3185,7 +3222,8 @@ class Factorization:
             buffers = [self.t]
             self.reads_input, self.staged = self.eager, None
         else:
-            self.size = torch.zeros(batch, **zeros)         # max |a[b]|, reset to 0 at the end of launch()
+            # max |a[b]| as far as the lift needs it (`_stage_input`), reset to 0 at the end of launch()
+            self.size = torch.zeros(batch, **zeros)
             self.t = torch.zeros((2, batch, width, width), **zeros)     # T of single panels and pairs' first, by parity
             scratch = torch.zeros((batch, plan.cluster, scratch_slots(width)), **zeros)
             self.steps = schedule(batch, n, end, self.lookahead, sms)

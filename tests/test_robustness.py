@@ -190,14 +190,44 @@ submission._lift(h, size, inverse=True)
 upper = torch.ones(150, 150, dtype=torch.bool).triu()
 assert torch.equal(h[:, upper], staged[:, upper])
 assert torch.equal(h[1][~upper], staged[1][~upper] * 2.0 ** 126)
-# only the first 40 columns staged and lifted; the sizes still cover every column
-h, size = torch.full((3, 150, 150), float("nan")), torch.zeros(3)
-submission._stage_input(view, h, size, col_end=40)
-assert torch.equal(h[:, :, :40], view[:, :, :40]) and h[:, :, 40:].isnan().all()
-assert torch.equal(size, view.abs().amax(dim=(1, 2)))
+# only the first 40 columns staged and lifted; the sizes cover every column where the staged ones are tiny
+both = torch.cat([a, a[[0, 0]]]).transpose(-1, -2)     # strided like view; 3 and 4 copies of the normal one
+both[3, :, :40] *= 1e-30                       # tiny staged columns, normal others: not lifted
+both[4, :, 40:] *= 1e-30                       # normal staged columns, tiny others: not lifted
+h, size = torch.full((5, 150, 150), float("nan")), torch.zeros(5)
+submission._stage_input(both, h, size, col_end=40)
+assert torch.equal(h[:, :, :40], both[:, :, :40]) and h[:, :, 40:].isnan().all()
+assert torch.equal(size[[0, 4]], both[[0, 4], :, :40].abs().amax(dim=(1, 2)))     # the staged columns' only
+assert torch.equal(size[1:4], both[1:4].abs().amax(dim=(1, 2)))                     # exact: every column
 submission._lift(h, size, inverse=False, col_end=40)
-assert torch.equal(h[:, :, :40], staged[:, :, :40] * torch.tensor([1.0, 2.0 ** 126, 2.0 ** k])[:, None, None])
+factors = torch.tensor([1.0, 2.0 ** 126, 2.0 ** k, 1.0, 1.0])[:, None, None]
+assert torch.equal(h[:, :, :40], both[:, :, :40] * factors)
 assert h[:, :, 40:].isnan().all()
+# 300 columns, 32 staged: the others span three column tiles; sizes are the largest entries that are not NaN
+a = torch.randn(6, 300, 300, generator=torch.Generator().manual_seed(1))
+a[0] *= 1e-30
+a[0, 299, 299] = 3e-25                         # tiny, its largest entry in the last row and column tile
+a[1, :, :32] = 0.0                             # zero staged columns, normal others: not lifted
+a[2] *= 1e-30
+a[2, :, :32] = 0.0                             # zero staged columns, tiny others: lifted by their largest
+a[3] *= 2.0 ** -70
+a[3, 5, 3] = 2.0 ** -64                        # staged columns reach 2^-64: not lifted, the others not read
+a[4] *= 2.0 ** -70
+a[4, 200, 250] = 2.0 ** -64                    # staged ones below it, the others reach it: not lifted
+a[5] *= 1e-30
+a[5, :, 128:256] = float("nan")              # whole tiles of the staging kernel
+a[5, 7, 290] = 1e-20                           # NaN skipped: lifted by the largest other entry
+largest = a.nan_to_num(nan=0.0).abs().amax(dim=(1, 2))
+h, size = torch.empty(6, 300, 300), torch.zeros(6)
+submission._stage_input(a, h, size)
+assert torch.equal(size, largest)              # every column staged
+h, size = torch.empty(6, 300, 300), torch.zeros(6)
+submission._stage_input(a, h, size, col_end=32)
+assert torch.equal(size, largest)              # 32 staged, the others read for the tiny candidates
+submission._lift(h, size, inverse=False, col_end=32)
+exponents = [1 - int(torch.frexp(x).exponent) for x in largest]
+factors = torch.tensor([2.0 ** k if b in (0, 2, 5) else 1.0 for b, k in enumerate(exponents)])
+assert torch.equal(h[:, :, :32], a[:, :, :32] * factors[:, None, None])
 print("lift ok")
 """
 

@@ -853,6 +853,8 @@ def test_first_update_reads_a_contiguous_input_as_a_staged_copy(monkeypatch):
     a[0] *= 1e-30                   # lifted before the tensor-core updates
     a[1] *= 1e30
     a[2, :, 100:] = 0.0
+    a[3, :, :submission.PANEL_WIDTH] *= 1e-30     # tiny staged columns, normal others: not lifted
+    a[4, :, submission.PANEL_WIDTH:] *= 1e-30     # normal staged columns, tiny others: not lifted
     f = submission.Factorization(*a.shape[:2], a.device)
     assert f.reads_input
     original = a.clone()
@@ -860,6 +862,6 @@ def test_first_update_reads_a_contiguous_input_as_a_staged_copy(monkeypatch):
     staged = f(a.transpose(-1, -2).contiguous().transpose(-1, -2))     # same values, not contiguous
     assert torch.equal(a, original)
     assert torch.equal(h, staged[0]) and torch.equal(tau, staged[1])
-    for b in range(4):
+    for b in range(6):
         assert_factors(a[b:b + 1], (h[b:b + 1], tau[b:b + 1]))
-    assert_factors(a[4:], (h[4:], tau[4:]))
+    assert_factors(a[6:], (h[6:], tau[6:]))
