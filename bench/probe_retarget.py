@@ -1,7 +1,11 @@
 """A graph plan's call four ways, side by side: its graph replayed on its own buffers and h and tau copied
 out (`replay`), launched on fresh outputs as one graph (`whole`), as the two parts it is cut into (`cut`,
 `RetargetedGraph`), and cut with the first step's fused updates reading the input (`source`, where the
-plan `reads_input`); then each way's host time a call with the GPU idle.
+plan `reads_input`), and the last of these with every word written again
+on each call (`rewritten`: a call whose outputs or input lie elsewhere
+than the last call's; the others, timed as SPEC §5 does with each output
+freed before the next call, get the last call's memory back and write
+none); then each way's host time a call with the GPU idle.
 
     python bench/probe_retarget.py [--shapes 60x1024,40x352] [--rounds 7] [--calls 20]
 
@@ -44,9 +48,16 @@ def factorization_ways(batch: int, n: int, device: torch.device) -> dict:
             f.retargeted = retargeted
             return f(data)
         return call
-    ways = {"replay": way(None), "whole": way(whole), "cut": way(f.retargeted)}
+    cut = f.retargeted
+    ways = {"replay": way(None), "whole": way(whole), "cut": way(cut)}
     if reading.reads_input:
         ways["source"] = reading
+    last, graph = (reading, reading.retargeted) if reading.reads_input else (ways["cut"], cut)
+
+    def rewritten(data):
+        graph.bases = None      # every word written again, as for a call on other memory than the last's
+        return last(data)
+    ways["rewritten"] = rewritten
     return ways
 
 
