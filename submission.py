@@ -3145,16 +3145,17 @@ class RetargetedGraph:
     def launch(self, others: tuple[torch.Tensor, ...], stream: torch.cuda.Stream) -> None:
         """Queue the graph on `stream` with buffers[k] replaced by others[k] (the same size and alignment)."""
         bases = tuple(t.data_ptr() for t in others)
-        rewrite, self.bases = bases != self.bases, None     # unknown until every part is launched
+        written, self.bases = self.bases, None      # unknown until every part is launched
         handle = cuda.CUstream(stream.cuda_stream)
         for part in self.parts:
-            for node, params, _, _, words in part.kernels if rewrite else ():
-                for word, k, offset in words:
-                    word.value = bases[k] + offset
-                _driver_values(cuda.cuGraphExecKernelNodeSetParams(part.executable, node, params))
-            for node, params, k, offset in part.memsets if rewrite else ():
-                params.dst = cuda.CUdeviceptr(bases[k] + offset)
-                _driver_values(cuda.cuGraphExecMemsetNodeSetParams(part.executable, node, params, self.context))
+            if bases != written:
+                for node, params, _, _, words in part.kernels:
+                    for word, k, offset in words:
+                        word.value = bases[k] + offset
+                    _driver_values(cuda.cuGraphExecKernelNodeSetParams(part.executable, node, params))
+                for node, params, k, offset in part.memsets:
+                    params.dst = cuda.CUdeviceptr(bases[k] + offset)
+                    _driver_values(cuda.cuGraphExecMemsetNodeSetParams(part.executable, node, params, self.context))
             _driver_values(cuda.cuGraphLaunch(part.executable, handle))
         self.bases = bases
 

@@ -1,4 +1,4 @@
-"""A graph plan's call four ways, side by side: its graph replayed on its own buffers and h and tau copied
+"""A graph plan's call several ways, side by side: its graph replayed on its own buffers and h and tau copied
 out (`replay`), launched on fresh outputs as one graph (`whole`), as the two parts it is cut into (`cut`,
 `RetargetedGraph`), and cut with the first step's fused updates reading the input (`source`, where the
 plan `reads_input`), and the last of these with every word written again
