@@ -275,6 +275,8 @@ def main(argv: list[str]) -> int:
                           f"{kernels['fused'].n_regs} regs", flush=True)
                     continue
                 for config in WIDE_CONFIGS:
+                    if config[0] > width:       # a tile of more reflectors than the block has
+                        continue
                     restore()
                     error = check_wide(h, t[width], y, z, c, col_lo, col_hi, config)
                     planes = planes_of(h, z, c, width, col_hi - col_lo) if config[-1] == 3 else None
