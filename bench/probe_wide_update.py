@@ -23,14 +23,14 @@ the fused update's stays at a copy's.
 The probe times, on random h and T, each update of the schedules below
 (the fused W = 64 kernel as the plans launch it, and the wide GEMMs at
 several tile shapes and products: `WIDE_CONFIGS`, `_product`) alone, h
-restored and L2 flushed, the median of `reps`, and sums each schedule's
-updates (a wide update at its best accurate configuration). The wide products are checked
-against float64 on a few matrices. Panels, Grams and the outer T's merge
-are not timed: a schedule's total is what its updates cost.
+restored, L2 flushed and the launch queued behind a GPU sleep, the median
+of `reps`, and sums each schedule's updates (a wide update at its best
+accurate configuration). The wide products are checked against float64 on
+a few matrices. Panels, Grams and the outer T's merge are not timed: a
+schedule's total is what its updates cost.
 """
 import argparse
 import os
-import statistics
 import sys
 from pathlib import Path
 
@@ -43,10 +43,9 @@ import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 
 import submission  # noqa: E402
-import utils  # noqa: E402
+from probe_update import median_us, random_batches  # noqa: E402
 
 PAIR = 2 * submission.PANEL_WIDTH
-SLEEP_CYCLES = 20_000_000      # ~10 ms of GPU sleep ahead of a timed launch
 # (BLOCK_M, BLOCK_N, BLOCK_K, warps, stages, product: see `_product`) of the three wide products
 WIDE_CONFIGS = ((128, 128, 32, 8, 3, 0), (64, 64, 32, 4, 3, 0), (128, 128, 32, 8, 3, 1), (64, 64, 32, 4, 3, 1),
                 (128, 128, 64, 8, 3, 1), (128, 128, 32, 8, 3, 2), (64, 64, 32, 4, 3, 2),
@@ -244,12 +243,9 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     device = torch.device("cuda")
     print(f"{torch.cuda.get_device_name()}; median of {args.reps}", flush=True)
-    for shape in args.shapes.split(","):
-        batch, n = map(int, shape.split("x"))
-        torch.manual_seed(0)
-        pristine = torch.randn(batch, n, n, device=device) / n ** 0.5
-        h = pristine.clone()
-        t = {w: (torch.randn(batch, w, w, device=device) / w ** 0.5).triu() for w in (PAIR, args.outer // 2, args.outer)}
+    for batch, n, pristine, h in random_batches(args.shapes, device):
+        t = {w: (torch.randn(batch, w, w, device=device) / w ** 0.5).triu()
+             for w in (PAIR, args.outer // 2, args.outer)}
         y = torch.empty(batch * args.outer * n, device=device)
         z = torch.empty_like(y)
 
@@ -259,7 +255,7 @@ def main(argv: list[str]) -> int:
         def timed(launch):
             kernels = launch()          # compiles
             torch.cuda.synchronize()
-            return median_us(launch, restore, args.reps, device), kernels
+            return median_us(launch, restore, args.reps, device, queued=True), kernels
 
         print(f"--- {batch}x{n}", flush=True)
         cost = {}
@@ -285,7 +281,8 @@ def main(argv: list[str]) -> int:
                         return wide_update(h, t[w], y, z, c, c + w, col_hi, config, parts, planes)
 
                     kernels = launch()
-                    parts = {part: median_us(lambda p=part: launch((p,)), restore, args.reps, device) for part in kernels}
+                    parts = {part: median_us(lambda p=part: launch((p,)), restore, args.reps, device, queued=True)
+                             for part in kernels}
                     us = sum(parts.values())
                     regs = " ".join(f"{k}: {v.n_regs}/{v.n_spills}" for k, v in kernels.items())
                     print(f"wide c {c:4d} W {width:3d} cols [{col_lo}, {col_hi}) {config} {us:9.1f} us (" +
@@ -299,24 +296,6 @@ def main(argv: list[str]) -> int:
         del pristine, h, y, z
         torch.cuda.empty_cache()
     return 0
-
-
-def median_us(launch, restore, reps: int, device: torch.device) -> float:
-    """Median over `reps` of one `launch()`'s GPU time between CUDA events, `restore()` before each and the L2
-    flushed; the launch is queued behind a GPU sleep, so that the host's launch work is off the clock (an
-    empty grid's launch then times ~0, as it runs in a graph)."""
-    watch = utils.Stopwatch(device)
-    times = []
-    for _ in range(reps):
-        restore()
-        utils.flush_l2(device)
-        utils.synchronize(device)
-        torch.cuda._sleep(SLEEP_CYCLES)
-        watch.start()
-        launch()
-        watch.stop()
-        times.append(watch.elapsed_ns() / 1e3)
-    return statistics.median(times)
 
 
 if __name__ == "__main__":
