@@ -55,8 +55,9 @@ WIDE_CONFIGS = ((128, 128, 32, 8, 3, 0), (64, 64, 32, 4, 3, 0), (128, 128, 32, 8
 
 @triton.jit
 def _product(a, b, acc, DOT: tl.constexpr):
-    """acc + a @ b: 3xBF16 by the update's own splits (DOT 0), by Triton's bf16x3 (1), or one TF32 pass (2: a
-    floor for timing, not accurate enough for the factorization)."""
+    """acc + a @ b: 3xBF16 by the update's own splits (DOT 0), by Triton's bf16x3 (1), or one TF32 pass (2: for
+    comparison only, not accurate enough for the factorization). Product 3, operands read as bf16 planes, is
+    the kernels' own branch; where it reaches here (T^T Y) it takes Triton's bf16x3."""
     if DOT == 0:
         return submission._dot_3xbf16(a, b, acc)
     elif DOT == 1:
