@@ -161,13 +161,22 @@ def bf16_planes(x):
     return hi, (x - hi.float()).to(torch.bfloat16)
 
 
-def planes_of(h, z, c, width, m):
-    """The bf16 planes of V (its triangle selected, all n rows) and of z (W x m a matrix) for DOT 3."""
+def reflectors_of(h, c, width):
+    """V of the block reflector at column c, (batch, n, width) in h's dtype: H below the diagonal, 1 on it, 0 above."""
     n = h.shape[-1]
     rows = torch.arange(n, device=h.device)[:, None]
     cols = c + torch.arange(width, device=h.device)[None, :]
-    v = torch.where(rows > cols, h[:, :, c:c + width], (rows == cols).float())
-    return (*bf16_planes(v.contiguous()), *bf16_planes(z[:h.shape[0] * width * m].view(h.shape[0], width, m)))
+    return torch.where(rows > cols, h[:, :, c:c + width], (rows == cols).to(h.dtype))
+
+
+def planes_of(h, z, c, width, m):
+    """The bf16 planes of V (all n rows) and of z (W x m a matrix) for product 3: (vh, vl, zh, zl)."""
+    return (*bf16_planes(reflectors_of(h, c, width)), *z_planes(z, h.shape[0], width, m))
+
+
+def z_planes(z, batch, width, m):
+    """The bf16 planes of z's first batch W x m matrices."""
+    return bf16_planes(z[:batch * width * m].view(batch, width, m))
 
 
 def wide_update(h, t, y, z, c, col_lo, col_hi, config, parts=("project", "times_t", "apply"), planes=None):
@@ -182,7 +191,7 @@ def wide_update(h, t, y, z, c, col_lo, col_hi, config, parts=("project", "times_
                   num_stages=stages)
     cols = triton.cdiv(m, block_n)
     made = dot == 3 and planes is None
-    vh, vl, zh, zl = planes_of(h, z, c, width, m) if made else planes or (z, z, z, z)
+    vh, vl, zh, zl = (*bf16_planes(reflectors_of(h, c, width)), None, None) if made else planes or (z, z, z, z)
     kernels = {}
     if "project" in parts:
         kernels["project"] = _wide_project_kernel[(width // block_m, cols, batch)](
@@ -191,7 +200,7 @@ def wide_update(h, t, y, z, c, col_lo, col_hi, config, parts=("project", "times_
         kernels["times_t"] = _wide_times_t_kernel[(width // block_m, cols, batch)](
             t, y, z, m, **dict(blocks, DOT=1 if dot == 3 else dot))
     if made:                    # z's planes from this call's T^T Y
-        zh, zl = planes_of(h, z, c, width, m)[2:]
+        zh, zl = z_planes(z, batch, width, m)
     if "apply" in parts:
         kernels["apply"] = _wide_apply_kernel[(triton.cdiv(n - c, block_m), cols, batch)](
             h, z, vh, vl, zh, zl, n, c, col_lo, m, **blocks)
@@ -226,11 +235,8 @@ def schedules(n: int, outer: int):
 def check_wide(h, t, y, z, c, col_lo, col_hi, config, matrices: int = 4) -> float:
     """Largest difference of the wide update from float64's on the first matrices, relative to the update's size."""
     before = h[:matrices].double()
-    width, n = t.shape[-1], h.shape[-1]
     wide_update(h, t, y, z, c, col_lo, col_hi, config)
-    rows = torch.arange(n, device=h.device)[:, None]
-    cols = c + torch.arange(width, device=h.device)[None, :]
-    v = torch.where(rows > cols, before[:, :, c:c + width], (rows == cols).double())
+    v = reflectors_of(before, c, t.shape[-1])
     delta = v @ t[:matrices].double().transpose(1, 2) @ v.transpose(1, 2) @ before[:, :, col_lo:col_hi]
     after = h[:matrices, :, col_lo:col_hi].double()
     return ((after - (before[:, :, col_lo:col_hi] - delta)).abs().max() / delta.abs().max()).item()
