@@ -2,7 +2,8 @@
 input) against the same call queued behind a GPU sleep (its host work off the clock) and against one torch
 graph that stages and factors the same input into fixed outputs; then the call's host time by part (GPU).
 
-    python bench/probe_call_host.py [--shapes 640x512] [--rounds 9] [--calls 20]
+    python bench/probe_call_host.py [--shapes 640x512] [--rounds 9] [--calls 20] [--prefix-nodes 16,4]
+    python bench/probe_call_host.py --operations [--shapes 640x512]
 
 At 640x512 SPEC §5 times one call a repeat, from a synchronized GPU, so any
 host work before the GPU has a queue of kernels to run is in the time. The
@@ -12,12 +13,13 @@ waits on it: `custom_kernel` whole, and within it the Factorization's
 freed before the next call (the allocator hands back the last call's
 memory: no words rewritten) or kept alive over it (`--keep`: eval.py's
 re-check holds the last repeat's outputs, so calls alternate between two
-output addresses and rewrite every word).
+output addresses and rewrite every word). `--prefix-nodes` times the
+submission's call with its graph cut after other numbers of nodes
+(RETARGET_PREFIX_NODES: the first part's words are rewritten before the
+GPU starts, the second's while it runs the first). `--operations` times
+instead each operation a call makes, repeated in a warm loop.
 """
 import argparse
-import cProfile
-import io
-import pstats
 import statistics
 import sys
 import time
@@ -96,22 +98,6 @@ def host_parts(data, calls: int, keep: bool) -> dict:
     return {name: total / calls * 1e6 for name, total in spent.items()}
 
 
-def profile(data, calls: int, top: int) -> str:
-    """cProfile's top functions by own time over `calls` calls of custom_kernel, the GPU busy, outputs freed."""
-    profiler = cProfile.Profile()
-    for _ in range(calls):
-        utils.synchronize(data.device)
-        torch.cuda._sleep(SLEEP_CYCLES)
-        profiler.enable()
-        out = submission.custom_kernel(data)
-        profiler.disable()
-        del out
-    utils.synchronize(data.device)
-    text = io.StringIO()
-    pstats.Stats(profiler, stream=text).sort_stats("tottime").print_stats(top)
-    return text.getvalue()
-
-
 def operation_costs(data, f: submission.Factorization, repeats: int = 200) -> dict:
     """Mean host us of each operation a call makes, `repeats` times in a row with the GPU busy behind a
     long sleep (launches queue, nothing waits)."""
@@ -155,30 +141,41 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--shapes", default="640x512")
     parser.add_argument("--rounds", type=int, default=9)
     parser.add_argument("--calls", type=int, default=20)
-    parser.add_argument("--profile", type=int, default=0, help="print cProfile's top functions, this many")
+    parser.add_argument("--prefix-nodes", default=str(submission.RETARGET_PREFIX_NODES),
+                        help="RETARGET_PREFIX_NODES values to time the submission's call at, comma-separated")
+    parser.add_argument("--operations", action="store_true", help="time the call's operations in warm loops instead")
     args = parser.parse_args(argv)
     print(f"{torch.cuda.get_device_name()}", flush=True)
     for shape in args.shapes.split(","):
         batch, n = map(int, shape.split("x"))
         [case] = ab.benchmark_cases({(batch, n)})
         data = ab.compare._inputs(case.args)[0]
-        if args.profile:
+        key = (data.device.index, batch, n)
+        if args.operations:
             submission.custom_kernel(data)
-            print(profile(data, args.calls, args.profile), flush=True)
-            f = submission._factorization(batch, n, data.device)
-            for name, us in operation_costs(data, f).items():      # last: its graph launches write stale outputs
+            for name, us in operation_costs(data, submission._FACTORIZATIONS[key]).items():
                 print(f"{shape} host us: {name:28s} {us:8.1f}", flush=True)
             continue
-        graphed = GraphedParts(1, False)
-        for name, call in (("submission", submission.custom_kernel), ("one torch graph", graphed)):
+        calls = {"one torch graph": GraphedParts(1, False)}
+        for prefix in map(int, args.prefix_nodes.split(",")):
+            submission.RETARGET_PREFIX_NODES = prefix
+            with submission._FACTORIZATIONS_LOCK:          # built again at the next call, cut at `prefix`
+                dropped = submission._FACTORIZATIONS.pop(key, None)
+            if dropped is not None:
+                dropped.retire()
+            del dropped
+            for name, call in [(f"submission {prefix}", submission.custom_kernel)] + list(calls.items()):
+                for keep in (False, True):
+                    idle, queued = gpu_times(call, data, args.rounds, keep)
+                    print(f"{shape} {name:16s} {'outputs kept' if keep else 'outputs freed'}: from an idle GPU "
+                          f"{idle:.3f} ms, queued {queued:.3f} ms", flush=True)
+            calls = {}
+            print(f"{shape} parts' kernels {[len(p.kernels) for p in submission._FACTORIZATIONS[key].retargeted.parts]}",
+                  flush=True)
             for keep in (False, True):
-                idle, queued = gpu_times(call, data, args.rounds, keep)
-                print(f"{shape} {name:16s} {'outputs kept' if keep else 'outputs freed'}: from an idle GPU "
-                      f"{idle:.3f} ms, queued {queued:.3f} ms", flush=True)
-        for keep in (False, True):
-            parts = host_parts(data, args.calls, keep)
-            print(f"{shape} host us a call, {'outputs kept' if keep else 'outputs freed'}, GPU busy: "
-                  + ", ".join(f"{name} {us:.1f}" for name, us in parts.items()), flush=True)
+                parts = host_parts(data, args.calls, keep)
+                print(f"{shape} host us a call at {prefix}, {'outputs kept' if keep else 'outputs freed'}, GPU busy: "
+                      + ", ".join(f"{name} {us:.1f}" for name, us in parts.items()), flush=True)
     return 0
 
 
