@@ -18,9 +18,10 @@ Every variant is a callable on the benchmark's input tensor (kept alive by
 the timing loop), captured once per input: each part stages its slice of
 that input and factors it into its slice of one pair of outputs, by its own
 `Factorization`'s eager launch sequence (`stage`, `launch`). "graph 1" is
-the whole batch captured the same way, so it differs from the submission's
-call (a retargeted graph on fresh outputs) only by the stage's place; both
-are shown. Checks and timing are ab.py's (`time_side_by_side`).
+the whole batch captured the same way: the submission's kernels, but a call
+whose host work is one replay (the submission's call launches its staging,
+then its graph on fresh outputs); both are shown. Checks and timing are
+ab.py's (`time_side_by_side`).
 """
 import argparse
 import os
