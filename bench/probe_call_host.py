@@ -1,23 +1,24 @@
 """Where a graph call's time goes beyond its kernels: the call timed from an idle GPU (as SPEC §5 times one
 input) against the same call queued behind a GPU sleep (its host work off the clock) and against one torch
-graph that stages and factors the same input into fixed outputs; then the call's host time by part (GPU).
+graph that stages and factors the same input into fixed outputs; then the call's host timeline (GPU).
 
     python bench/probe_call_host.py [--shapes 640x512] [--rounds 9] [--calls 20] [--prefix-nodes 16,4]
     python bench/probe_call_host.py --operations [--shapes 640x512]
 
 At 640x512 SPEC §5 times one call a repeat, from a synchronized GPU, so any
-host work before the GPU has a queue of kernels to run is in the time. The
-host part is timed with the GPU busy (behind a sleep), so that no call
-waits on it: `custom_kernel` whole, and within it the Factorization's
-`stage`, `RetargetedGraph.launch` and each `cuGraphLaunch`. Outputs are
-freed before the next call (the allocator hands back the last call's
-memory: no words rewritten) or kept alive over it (`--keep`: eval.py's
-re-check holds the last repeat's outputs, so calls alternate between two
-output addresses and rewrite every word). `--prefix-nodes` times the
-submission's call with its graph cut after other numbers of nodes
-(RETARGET_PREFIX_NODES: the first part's words are rewritten before the
-GPU starts, the second's while it runs the first). `--operations` times
-instead each operation a call makes, repeated in a warm loop.
+host work before the GPU has a queue of kernels to run is in the time. Each
+way is timed with outputs freed before the next call (the allocator hands
+back the last call's memory: no words rewritten) and kept alive over it
+(eval.py's re-check holds the last repeat's outputs, so calls alternate
+between two output addresses and rewrite every word). `--prefix-nodes`
+times the submission's call with its graph cut after other numbers of
+nodes (RETARGET_PREFIX_NODES: the first part's words are rewritten before
+the GPU starts, the second's while it runs the first). Then the call's
+host timeline (TIMELINE: when custom_kernel and the functions it calls are
+first entered and last left, from the call's start, and the time inside
+each), with the GPU busy behind a sleep, so that nothing waits on it, and
+idle. `--operations` times instead each operation a call makes, repeated
+in a warm loop.
 """
 import argparse
 import statistics
@@ -58,36 +59,48 @@ def gpu_times(call, data, rounds: int, keep: bool) -> tuple[float, float]:
     return statistics.median(idle), statistics.median(queued)
 
 
-def host_parts(data, calls: int, keep: bool) -> dict:
-    """Mean host us per call of custom_kernel and of its parts, with the GPU busy behind a sleep."""
-    spent = defaultdict(float)
+TIMELINE = (("custom_kernel", submission, "custom_kernel"), ("_factorization", submission, "_factorization"),
+            ("Factorization.__call__", submission.Factorization, "__call__"),
+            ("Factorization._queue", submission.Factorization, "_queue"),
+            ("Factorization.stage", submission.Factorization, "stage"), ("_launch", submission, "_launch"),
+            ("RetargetedGraph.launch", submission.RetargetedGraph, "launch"),
+            ("cuGraphExecKernelNodeSetParams", submission.cuda, "cuGraphExecKernelNodeSetParams"),
+            ("cuGraphLaunch", submission.cuda, "cuGraphLaunch"))
 
-    def timed(name, function):
+
+def host_timeline(data, calls: int, keep: bool, busy: bool) -> dict:
+    """name -> (median us from the call's start to the function's first entry, to its last exit, mean us
+    inside it a call) for the functions of TIMELINE, over `calls` calls from a synchronized GPU, busy behind
+    a sleep (nothing the call does waits on it) or idle (as SPEC §5 times a call)."""
+    stamps = defaultdict(list)          # name -> [(entry ns, exit ns)] of this call
+
+    def stamped(name, function):
         def wrapper(*args, **kwargs):
-            begin = time.perf_counter()
+            entry = time.perf_counter_ns()
             try:
                 return function(*args, **kwargs)
             finally:
-                spent[name] += time.perf_counter() - begin
+                stamps[name].append((entry, time.perf_counter_ns()))
         return wrapper
 
-    patches = [mock.patch.object(submission.Factorization, "stage", timed("stage", submission.Factorization.stage)),
-               mock.patch.object(submission.RetargetedGraph, "launch",
-                                 timed("RetargetedGraph.launch", submission.RetargetedGraph.launch)),
-               mock.patch.object(submission.cuda, "cuGraphLaunch", timed("cuGraphLaunch", submission.cuda.cuGraphLaunch)),
-               mock.patch.object(submission.cuda, "cuGraphExecKernelNodeSetParams",
-                                 timed("cuGraphExecKernelNodeSetParams",
-                                       submission.cuda.cuGraphExecKernelNodeSetParams))]
+    patches = [mock.patch.object(owner, attribute, stamped(name, getattr(owner, attribute)))
+               for name, owner, attribute in TIMELINE]
     for patch in patches:
         patch.start()
+    first, last, inside = defaultdict(list), defaultdict(list), defaultdict(float)
     try:
         kept = None
         for _ in range(calls):
             utils.synchronize(data.device)
-            torch.cuda._sleep(SLEEP_CYCLES)
-            begin = time.perf_counter()
+            if busy:
+                torch.cuda._sleep(SLEEP_CYCLES)
+            stamps.clear()
             out = submission.custom_kernel(data)
-            spent["custom_kernel"] += time.perf_counter() - begin
+            start = stamps["custom_kernel"][0][0]
+            for name, spans in stamps.items():
+                first[name].append((spans[0][0] - start) / 1e3)
+                last[name].append((spans[-1][1] - start) / 1e3)
+                inside[name] += sum(exit - entry for entry, exit in spans) / 1e3 / calls
             kept = out if keep else None
             del out
         del kept
@@ -95,7 +108,8 @@ def host_parts(data, calls: int, keep: bool) -> dict:
     finally:
         for patch in patches:
             patch.stop()
-    return {name: total / calls * 1e6 for name, total in spent.items()}
+    return {name: (statistics.median(first[name]), statistics.median(last[name]), inside[name])
+            for name, _, _ in TIMELINE if name in first}
 
 
 def operation_costs(data, f: submission.Factorization, repeats: int = 200) -> dict:
@@ -172,10 +186,12 @@ def main(argv: list[str]) -> int:
             calls = {}
             print(f"{shape} parts' kernels {[len(p.kernels) for p in submission._FACTORIZATIONS[key].retargeted.parts]}",
                   flush=True)
-            for keep in (False, True):
-                parts = host_parts(data, args.calls, keep)
-                print(f"{shape} host us a call at {prefix}, {'outputs kept' if keep else 'outputs freed'}, GPU busy: "
-                      + ", ".join(f"{name} {us:.1f}" for name, us in parts.items()), flush=True)
+            for keep, busy in ((False, True), (True, True), (False, False)):
+                print(f"{shape} host timeline of a call at {prefix}, {'outputs kept' if keep else 'outputs freed'}, "
+                      f"GPU {'busy' if busy else 'idle'} (us from its start: first entry - last exit, time inside):",
+                      flush=True)
+                for name, (entry, exit, inside) in host_timeline(data, args.calls, keep, busy).items():
+                    print(f"    {name:32s} {entry:7.1f} - {exit:7.1f}  {inside:7.1f}", flush=True)
     return 0
 
 
