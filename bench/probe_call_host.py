@@ -69,8 +69,8 @@ TIMELINE = (("custom_kernel", submission, "custom_kernel"), ("_factorization", s
 
 
 def host_timeline(data, calls: int, keep: bool, busy: bool) -> dict:
-    """name -> (median us from the call's start to the function's first entry, to its last exit, mean us
-    inside it a call) for the functions of TIMELINE, over `calls` calls from a synchronized GPU, busy behind
+    """name -> (median us from the call's start to the function's first entry, to its last exit, and inside
+    it a call) for the functions of TIMELINE, over `calls` calls from a synchronized GPU, busy behind
     a sleep (nothing the call does waits on it) or idle (as SPEC §5 times a call)."""
     stamps = defaultdict(list)          # name -> [(entry ns, exit ns)] of this call
 
@@ -87,7 +87,7 @@ def host_timeline(data, calls: int, keep: bool, busy: bool) -> dict:
                for name, owner, attribute in TIMELINE]
     for patch in patches:
         patch.start()
-    first, last, inside = defaultdict(list), defaultdict(list), defaultdict(float)
+    first, last, inside = defaultdict(list), defaultdict(list), defaultdict(list)
     try:
         kept = None
         for _ in range(calls):
@@ -100,7 +100,7 @@ def host_timeline(data, calls: int, keep: bool, busy: bool) -> dict:
             for name, spans in stamps.items():
                 first[name].append((spans[0][0] - start) / 1e3)
                 last[name].append((spans[-1][1] - start) / 1e3)
-                inside[name] += sum(exit - entry for entry, exit in spans) / 1e3 / calls
+                inside[name].append(sum(exit - entry for entry, exit in spans) / 1e3)
             kept = out if keep else None
             del out
         del kept
@@ -108,7 +108,7 @@ def host_timeline(data, calls: int, keep: bool, busy: bool) -> dict:
     finally:
         for patch in patches:
             patch.stop()
-    return {name: (statistics.median(first[name]), statistics.median(last[name]), inside[name])
+    return {name: (statistics.median(first[name]), statistics.median(last[name]), statistics.median(inside[name]))
             for name, _, _ in TIMELINE if name in first}
 
 
