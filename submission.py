@@ -33,13 +33,13 @@ V1^T V2 from two f16 terms of the entries scaled by 2^8 (~22 bits), and T's
 recurrence in float32.
 
 The launch sequence of each larger (device, batch, n) is captured once in a CUDA
-graph with its own buffers; a call copies the input in, replays the graph and
-returns copies of the outputs, so host time does not grow with the number of
-panels. Shapes whose kernels' GPU time hides their launches (640x512, and
-square plans from n = 128 such as 40x176) launch eagerly into fresh outputs
-instead; from a contiguous input a square kernel reads the input itself, and
-blocked plans copy only the first panel's columns, the first trailing update
-reading the others from the input.
+graph, staging included, and each call launches it on its input and fresh
+outputs, so host time does not grow with the number of panels and the GPU
+waits for one launch before it starts. Blocked plans of 1 GiB of matrices and
+more, and square plans from n = 128 such as 40x176, launch eagerly into fresh
+outputs instead. From a contiguous input a square kernel reads the input
+itself, and blocked plans copy only the first panel's columns, the first
+trailing update reading the others from the input.
 
 Which path serves `(batch, n)` depends on the shape and the device only, never
 on the values. A call is ordered on `torch.cuda.current_stream()` (work it puts
@@ -3180,11 +3180,12 @@ class Factorization:
     `tail` on in place (`square_tail`; None, or the argument tail=False:
     panels to the end). Each panel's kernel holds only the rows left below
     it (`panel_plan`).
-    The sequence is captured once in a CUDA graph, so a call costs one copy
-    in and one launch whatever the number of panels: the input is staged
-    into fresh outputs and the graph launched on them (`RetargetedGraph`;
-    where the driver cannot retarget it, staged into the graph's own h, the
-    graph replayed and h and tau copied out). Blocked plans
+    The sequence is captured once in a CUDA graph, so a call costs one launch
+    whatever the number of panels: the graph, which for blocked plans stages
+    the input too, is launched on the input and fresh outputs
+    (`RetargetedGraph`; where the driver cannot retarget it, the input is
+    staged into the graph's own h, the graph replayed and h and tau copied
+    out). Blocked plans
     of at least EAGER_MIN_BYTES of matrices, and square plans from
     SQUARE_EAGER_MIN_N, instead launch eagerly, factoring a fresh
     output in place (`eager`), and keep no h or tau of their own; an eager
@@ -3200,8 +3201,7 @@ class Factorization:
     input (`staged_columns`): the first step's fused updates read the
     others from the input itself, which saves writing a staged copy of the
     matrices per call and reading them in the staging kernel, except tiny
-    candidates (`_tiny_size_kernel`); a graph call's input is a third
-    buffer its graph is retargeted to. With `lookahead` (by default
+    candidates (`_tiny_size_kernel`). With `lookahead` (by default
     where `looks_ahead`) the trailing updates run partly on a side stream
     (see `launch`).
     """
@@ -3329,33 +3329,40 @@ class Factorization:
         pointers[PANEL_C_SLOT] = starts[k]
         self.panels[k].run_compiled_program(pointers)
 
-    def _capture(self) -> torch.cuda.CUDAGraph | None:
+    def _capture(self, retarget: bool = True) -> torch.cuda.CUDAGraph | None:
         """The launch sequence as a CUDA graph, or None if another thread's CUDA call broke the capture.
-        With look-ahead, captured on the `chain` stream (torch's own capture stream otherwise). Sets
-        `retargeted`, the graph as a RetargetedGraph over h, tau and, where `reads_input`, a stand-in for
-        the input (one float, never read: each call's launch points the graph at its input instead). Where
-        the graph cannot be retargeted, `retargeted` is None and the graph is instantiated for replays,
-        captured again without the stand-in (`reads_input` cleared) if it had one."""
+        With look-ahead, captured on the `chain` stream (torch's own capture stream otherwise). With
+        `retarget`, sets `retargeted`, the graph as a RetargetedGraph over h, tau and, for blocked plans, a
+        stand-in for the input (a contiguous tensor of its shape, freed after the capture: each call's launch
+        points the graph at its input instead), from which the graph stages its input itself (`stage`, the
+        `staged` columns where `reads_input`), so that a call's host work before the GPU starts is one
+        launch. Where the graph cannot be retargeted, `retargeted` is None and the graph is captured again
+        without staging (`reads_input` cleared), or for a square plan the same graph, and instantiated for
+        replays into its own buffers."""
         self.captures_left -= 1
         self.retargeted = None
         stream = torch.cuda.current_stream()
         graph = torch.cuda.CUDAGraph(keep_graph=True)
-        stand_in = torch.empty(1, device=self.h.device) if self.reads_input else None
+        stages = retarget and not self.plan.square
+        stand_in = torch.empty_like(self.h) if stages else None
         try:
             with torch.cuda.graph(graph, stream=self.chain, capture_error_mode=CAPTURE_MODE):
-                self.launch(source=stand_in)
+                if stages:
+                    self.stage(stand_in, self.h, self.staged if self.reads_input else None)
+                self.launch(source=stand_in if self.reads_input else None)
         except Exception:       # the same launches ran eagerly before (the first run, or the last call)
             torch.cuda.set_stream(stream)       # a failed capture_end leaves the capture stream current
             return None
-        try:
-            self.retargeted = RetargetedGraph(graph, [self.h, self.tau] + ([stand_in] if self.reads_input else []))
-            return graph
-        except Exception:       # a node, driver or length it does not handle (NotImplementedError), a driver error
-            pass
-        if self.reads_input:
+        if retarget:
+            try:
+                self.retargeted = RetargetedGraph(graph, [self.h, self.tau] + ([stand_in] if stages else []))
+                return graph
+            except Exception:   # a node, driver or length it does not handle (NotImplementedError), a driver error
+                pass
+        if stages:
             self.reads_input = False
             self.captures_left += 1
-            return self._capture()
+            return self._capture(retarget=False)
         try:
             graph.instantiate()
         except Exception:
@@ -3470,18 +3477,20 @@ class Factorization:
             return out
         if self.graph is None and self.captures_left > 0:
             self.graph = self._capture()
-        if self.retargeted is not None:         # its graph reads the input where `reads_input`
+        if self.retargeted is not None:         # a blocked plan's graph stages its input itself
             out = data.new_empty((batch, n, n)), data.new_empty((batch, n))
-            buffers = out
-            if self.reads_input:
-                # the graph's fused first updates read a source as captured, contiguous and 16-byte aligned;
-                # another input is staged whole and out[0] is the source (the columns from `staged` on are
-                # not lifted before their first update reads them, as in the first run)
-                aligned = data.is_contiguous() and data.data_ptr() % 16 == 0
-                self.stage(data, out[0], self.staged if aligned else None)
-                buffers = (*out, data if aligned else out[0])
-            else:
+            if self.plan.square:
                 self.stage(data, out[0])
+                buffers = out
+            elif data.is_contiguous() and data.data_ptr() % 16 == 0:
+                buffers = (*out, data)
+            else:
+                # the graph reads its input as captured, contiguous and 16-byte aligned: another input is
+                # staged whole into out[0] first, and out[0] is the graph's input (its own staging copies
+                # those columns onto themselves; the columns from `staged` on are not lifted before their
+                # first update reads them, as in the first run)
+                self.stage(data, out[0])
+                buffers = (*out, out[0])
             self.retargeted.launch(buffers, torch.cuda.current_stream())
             return out
         self.stage(data, self.h)

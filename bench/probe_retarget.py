@@ -9,8 +9,8 @@ none); then each way's host time a call with the GPU idle.
 
     python bench/probe_retarget.py [--shapes 60x1024,40x352] [--rounds 7] [--calls 20]
 
-The first three ways share a Factorization built with `staged_columns`
-None (every column staged), the fourth has its own; the panel kernels
+Each way has a Factorization of its own, the first three built with
+`staged_columns` None (every column staged); the panel kernels
 compile once a shape. Timing and checks are bench/ab.py's: per benchmark
 case, every way's output is checked once and compared bit for bit with the
 replay's, then interleaved rounds time `[f(x) for x in inputs]` between
@@ -33,29 +33,27 @@ import utils
 
 def factorization_ways(batch: int, n: int, device: torch.device) -> dict:
     """{name: custom_kernel-like callable} for each way that the shape's graph can take."""
+    def refuse(graph, buffers):
+        raise NotImplementedError("replays")
+
     reading = submission.Factorization(batch, n, device)
     with mock.patch.object(submission, "staged_columns", lambda steps, width: None):
-        f = submission.Factorization(batch, n, device)
-    if f.eager or f.retargeted is None:
+        cut = submission.Factorization(batch, n, device)
+        with mock.patch.object(submission, "RETARGET_PREFIX_NODES", 1 << 30):
+            whole = submission.Factorization(batch, n, device)
+        with mock.patch.object(submission, "RetargetedGraph", refuse):
+            replaying = submission.Factorization(batch, n, device)     # captured again without staging
+    if cut.eager or cut.retargeted is None:
         return {}
-    with mock.patch.object(submission, "RETARGET_PREFIX_NODES", 1 << 30):
-        whole = submission.RetargetedGraph(f.graph, [f.h, f.tau])
     print(f"{batch}x{n}: the cut parts' kernels and words "
-          f"{[(len(p.kernels), sum(len(k[4]) for k in p.kernels)) for p in f.retargeted.parts]}", flush=True)
-
-    def way(retargeted):
-        def call(data):
-            f.retargeted = retargeted
-            return f(data)
-        return call
-    cut = f.retargeted
-    ways = {"replay": way(None), "whole": way(whole), "cut": way(cut)}
+          f"{[(len(p.kernels), sum(len(k[4]) for k in p.kernels)) for p in cut.retargeted.parts]}", flush=True)
+    ways = {"replay": replaying, "whole": whole, "cut": cut}
     if reading.reads_input:
         ways["source"] = reading
-    last, graph = (reading, reading.retargeted) if reading.reads_input else (ways["cut"], cut)
+    last = reading if reading.reads_input else cut
 
     def rewritten(data):
-        graph.bases = None      # every word written again, as for a call on other memory than the last's
+        last.retargeted.bases = None    # every word written again, as for a call on other memory than the last's
         return last(data)
     ways["rewritten"] = rewritten
     return ways
