@@ -1,12 +1,14 @@
-"""Where a graph call's time goes beyond its kernels: the call timed from an idle GPU (as SPEC §5 times one
-input) against the same call queued behind a GPU sleep (its host work off the clock) and against one torch
+"""Where a graph call's time goes beyond its kernels: the call timed from an idle GPU and behind the L2
+flush (as SPEC §5 times one input) against the same call queued behind a GPU sleep (its host work off the clock) and against one torch
 graph that stages and factors the same input into fixed outputs; then the call's host timeline (GPU).
 
     python bench/probe_call_host.py [--shapes 640x512] [--rounds 9] [--calls 20] [--prefix-nodes 16,4]
     python bench/probe_call_host.py --operations [--shapes 640x512]
 
-At 640x512 SPEC §5 times one call a repeat, from a synchronized GPU, so any
-host work before the GPU has a queue of kernels to run is in the time. Each
+At 640x512 SPEC §5 times one call a repeat, its start event queued behind
+the L2 flush's fill (its time printed first) without waiting for it: host work
+before the GPU has a queue of kernels to run is in the time where it
+outlasts the flush, all of it from an idle GPU (the flush waited for). Each
 way is timed with outputs freed before the next call (the allocator hands
 back the last call's memory: no words rewritten) and kept alive over it
 (eval.py's re-check holds the last repeat's outputs, so calls alternate
@@ -36,16 +38,33 @@ from probe_batch_graph import GraphedParts
 from probe_update import SLEEP_CYCLES
 
 
-def gpu_times(call, data, rounds: int, keep: bool) -> tuple[float, float]:
-    """Median ms of one call between CUDA events after an L2 flush: from an idle GPU, and queued behind a
-    GPU sleep (the start event after the sleep, so host work done during the sleep is off the clock)."""
+def flush_ms(device: torch.device, rounds: int) -> float:
+    """Median ms of utils.flush_l2 between CUDA events, from an idle GPU."""
+    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    times = []
+    for _ in range(rounds):
+        utils.synchronize(device)
+        start.record()
+        utils.flush_l2(device)
+        stop.record()
+        stop.synchronize()
+        times.append(start.elapsed_time(stop))
+    return statistics.median(times)
+
+
+def gpu_times(call, data, rounds: int, keep: bool) -> tuple[float, float, float]:
+    """Median ms of one call between CUDA events after an L2 flush: from an idle GPU (the flush waited for),
+    behind the flush (SPEC §5: its start event queued after the flush), and queued behind a GPU sleep (the
+    start event after the sleep, so host work done during the sleep is off the clock)."""
     device = data.device
     start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    idle, queued, kept = [], [], None
+    idle, spec, queued, kept = [], [], [], None
     for _ in range(rounds):
-        for times, sleep in ((idle, False), (queued, True)):
-            utils.flush_l2(device)
+        for times, wait, sleep in ((idle, True, False), (spec, False, False), (queued, True, True)):
             utils.synchronize(device)
+            utils.flush_l2(device)
+            if wait:
+                utils.synchronize(device)
             if sleep:
                 torch.cuda._sleep(SLEEP_CYCLES)
             start.record()
@@ -56,7 +75,7 @@ def gpu_times(call, data, rounds: int, keep: bool) -> tuple[float, float]:
             kept = out if keep else None
             del out
     del kept
-    return statistics.median(idle), statistics.median(queued)
+    return statistics.median(idle), statistics.median(spec), statistics.median(queued)
 
 
 TIMELINE = (("custom_kernel", submission, "custom_kernel"), ("_factorization", submission, "_factorization"),
@@ -161,6 +180,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--operations", action="store_true", help="time the call's operations in warm loops instead")
     args = parser.parse_args(argv)
     print(f"{torch.cuda.get_device_name()}", flush=True)
+    print(f"L2 flush: {flush_ms(torch.device('cuda'), args.rounds):.3f} ms", flush=True)
     for shape in args.shapes.split(","):
         batch, n = map(int, shape.split("x"))
         [case] = ab.benchmark_cases({(batch, n)})
@@ -181,9 +201,9 @@ def main(argv: list[str]) -> int:
             del dropped
             for name, call in [(f"submission {prefix}", submission.custom_kernel)] + list(calls.items()):
                 for keep in (False, True):
-                    idle, queued = gpu_times(call, data, args.rounds, keep)
+                    idle, spec, queued = gpu_times(call, data, args.rounds, keep)
                     print(f"{shape} {name:16s} {'outputs kept' if keep else 'outputs freed'}: from an idle GPU "
-                          f"{idle:.3f} ms, queued {queued:.3f} ms", flush=True)
+                          f"{idle:.3f} ms, behind the flush {spec:.3f} ms, queued {queued:.3f} ms", flush=True)
             calls = {}
             print(f"{shape} parts' kernels {[len(p.kernels) for p in submission._FACTORIZATIONS[key].retargeted.parts]}",
                   flush=True)
