@@ -3455,7 +3455,7 @@ class Factorization:
             stream = torch.cuda.current_stream()
             stream.wait_event(self.done)
             try:
-                return self._queue(data)
+                return self._queue(data, stream)
             except BaseException:
                 if not self.plan.square:
                     self.size.zero_()       # launch() resets it last: the next call's maxima start from 0
@@ -3465,8 +3465,9 @@ class Factorization:
                 if self.retired:
                     self.done.synchronize()
 
-    def _queue(self, data: torch.Tensor) -> output_t:
-        """Queue the factorization of data on the current stream: fresh outputs, or the graph's copied out."""
+    def _queue(self, data: torch.Tensor, stream: torch.cuda.Stream) -> output_t:
+        """Queue the factorization of data on `stream`, the current one: fresh outputs, or the graph's copied
+        out."""
         batch, n, _ = data.shape
         if self.eager:
             out = data.new_empty((batch, n, n)), data.new_empty((batch, n))
@@ -3491,7 +3492,7 @@ class Factorization:
                 # first update reads them, as in the first run)
                 self.stage(data, out[0])
                 buffers = (*out, out[0])
-            self.retargeted.launch(buffers, torch.cuda.current_stream())
+            self.retargeted.launch(buffers, stream)
             return out
         self.stage(data, self.h)
         if self.graph is None:
