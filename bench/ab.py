@@ -13,8 +13,9 @@ variant factors the same inputs once, checked by
 variant's factors of the first input (printed where they differ); then
 `--rounds` rounds time each variant in turn the way SPEC §5 does
 (synchronize, flush L2, CUDA events around `[f(x) for x in inputs]`, the
-start event queued behind the flush, time per call). Interleaving puts every variant under the same machine noise.
-Prints the median per variant and its ratio to the first variant.
+start event queued behind the flush, time per call). Interleaving puts
+every variant under the same machine noise. Prints the median per variant
+and its ratio to the first variant.
 
 With --share-kernels, variants loaded from the same file share its first
 variant's compiled CuTe kernels (its `Plan` class and `_COMPILED` cache), so
