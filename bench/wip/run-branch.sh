@@ -4,9 +4,11 @@
 #   bash bench/wip/run-branch.sh tests NAME   # 8 parallel shards: every spec case at seed 11, the blocked
 #       path's selection of run-shards-compare.sh, and the state, stream, thread, cache, graph and
 #       small-path tests
-#   bash bench/wip/run-branch.sh ab NAME [SHAPES]   # main's submission.py against the tree's, side by side
-#       (bench/ab.py: SPEC §5's flush protocol, outputs kept through the next call), 9 rounds; SHAPES
-#       defaults to 640x512,60x1024,40x352,40x176,20x32
+#   bash bench/wip/run-branch.sh ab NAME SHAPES [VARIANT=FILE ...]   # main's submission.py, each other
+#       variant's file, and the tree's (named NAME) side by side (bench/ab.py: SPEC §5's flush protocol,
+#       outputs kept through the next call), 9 rounds on SHAPES (e.g. 640x512,60x1024). The machine gets
+#       no git history: first, here, `git show main:submission.py > scratchpad/main_submission.py` (and
+#       the other variants' files likewise), and carry them.
 set -u
 source .device/gpu-env.sh
 source bench/wip/shards.sh
@@ -19,7 +21,8 @@ if [ "$1" = tests ]; then
   wc -l < scratchpad/shards/selected.txt
   run_shards 330 "tests-$2"
 else
-  git show main:submission.py > scratchpad/main_submission.py
-  timeout 540 python bench/ab.py --shapes "${3:-640x512,60x1024,40x352,40x176,20x32}" --rounds 9 \
-      --variant main=scratchpad/main_submission.py --variant "$2=submission.py" 2>&1 | tee "$OUT/ab-$2.log"
+  variants=(--variant main=scratchpad/main_submission.py)
+  for variant in "${@:4}"; do variants+=(--variant "$variant"); done
+  timeout 540 python bench/ab.py --shapes "$3" --rounds 9 "${variants[@]}" --variant "$2=submission.py" \
+      2>&1 | tee "$OUT/ab-$2.log"
 fi
