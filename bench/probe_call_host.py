@@ -151,7 +151,7 @@ def operation_costs(data, f: submission.Factorization, repeats: int = 200) -> di
         "stream wait_event": lambda: stream.wait_event(event),
         "_stage_input (2 launches)": lambda: submission._stage_input(data, out, f.size, f.staged),
         "_lift launch": lambda: submission._lift(out, f.size, inverse=True),
-        "cuGraphLaunch part 1": (lambda: submission.cuda.cuGraphLaunch(part.executable, handle)) if part else None,
+        "cuGraphLaunch part 1": (lambda: submission.cuda.cuGraphLaunch(part.executables[0], handle)) if part else None,
         "_factorization lookup": lambda: submission._factorization(batch, n, device),
     }
     costs = {}

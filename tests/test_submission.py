@@ -755,9 +755,10 @@ def test_retargeted_graph_runs_its_kernels_on_other_buffers():
 
 @pytest.mark.gpu
 def test_retargeted_graph_cut_in_two_parts_runs_every_kernel_in_order(monkeypatch):
-    # a chain of 2 * 10 kernels (y := 2 y, then y += 1, ten times) is cut after its 4th node; launched on z,
-    # both parts run on z in order: 3 -> 2 (2 (3 ... ) + 1) + 1 = 4 * 2^10 - 1
+    # a chain of 2 * 10 kernels (y := 2 y, then y += 1, ten times) is cut after its 4th node; launched on a
+    # buffer z, both parts run on z in order: 3 -> 2 (2 (3 ... ) + 1) + 1 = 4 * 2^10 - 1
     monkeypatch.setattr(submission, "RETARGET_PREFIX_NODES", 4)
+    monkeypatch.setattr(submission, "RETARGET_EXECUTABLES", 2)
     y = torch.zeros(4096, device="cuda")
     graph = torch.cuda.CUDAGraph(keep_graph=True)
     with torch.cuda.graph(graph):
@@ -769,10 +770,12 @@ def test_retargeted_graph_cut_in_two_parts_runs_every_kernel_in_order(monkeypatc
     set_params = submission.cuda.cuGraphExecKernelNodeSetParams
     monkeypatch.setattr(submission.cuda, "cuGraphExecKernelNodeSetParams",
                         lambda *args: rewrites.append(args[1]) or set_params(*args))
-    z = torch.full_like(y, 3.0)
-    # a fresh buffer's launch rewrites all 20 nodes; launched on z again, none: they point to z already
-    for buffer, expected_rewrites in ((z, 20), (torch.full_like(y, 3.0), 20), (None, 0)):
-        z = z.fill_(3.0) if buffer is None else buffer
+    # each of the two executable copies keeps the buffer it last ran on: a launch on a buffer that one holds
+    # rewrites no node, one on another buffer rewrites all 20 nodes of the copy launched least recently
+    first, second, third = (torch.empty_like(y) for _ in range(3))
+    for z, expected_rewrites in ((first, 20), (second, 20), (second, 0), (first, 0), (third, 20), (first, 0),
+                                 (second, 20)):
+        z.fill_(3.0)
         rewrites.clear()
         retargeted.launch((z,), torch.cuda.current_stream())
         assert len(rewrites) == expected_rewrites
