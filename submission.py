@@ -3159,7 +3159,7 @@ class RetargetedGraph:
         copy = self.written.index(bases) if bases in self.written else self.order[0]
         self.order.remove(copy)
         self.order.append(copy)
-        written, self.written[copy] = self.written[copy], None      # unknown until every part is launched
+        written, self.written[copy], self.bases = self.written[copy], None, None   # unknown until every part runs
         handle = cuda.CUstream(stream.cuda_stream)
         for part in self.parts:
             executable = part.executables[copy]
