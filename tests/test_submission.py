@@ -582,6 +582,8 @@ def test_state_input_untouched_outputs_fresh_and_deterministic(batch, n):
     assert h1.data_ptr() != h2.data_ptr() and tau1.data_ptr() != tau2.data_ptr()
     assert torch.equal(h1, kept[0]) and torch.equal(tau1, kept[1])
     assert torch.equal(h1, h2) and torch.equal(tau1, tau2)
+    h2.fill_(float("nan"))                  # h and tau share an allocation but no element
+    assert torch.equal(tau2, kept[1])
 
 
 @pytest.mark.gpu
