@@ -3292,7 +3292,10 @@ class Factorization:
         self.retired = False
         self.device_index = device.index
         self.current_handle = triton.runtime.driver.active.get_current_stream   # a device's current raw stream
-        self.last_stream = None         # (raw handle, torch stream) of the last call, which recorded `done` on it
+        # ((raw handle, thread), torch stream) of the last call, which recorded `done` on that stream. A raw
+        # handle names one stream in every thread (but the per-thread default stream's, hence the thread), and
+        # a destroyed stream's handle is not reused while work queued on it is pending
+        self.last_stream = None
 
         # first run outside the graph: JIT (with h as its own source, the input-reading update too), module loads
         self.launch(h, tau, h if self.reads_input else None)
@@ -3461,13 +3464,13 @@ class Factorization:
 
     def __call__(self, data: torch.Tensor) -> output_t:
         with self.lock:
-            handle = self.current_handle(self.device_index)
-            if self.last_stream is not None and self.last_stream[0] == handle:
+            key = self.current_handle(self.device_index), threading.get_ident()
+            if self.last_stream is not None and self.last_stream[0] == key:
                 stream = self.last_stream[1]    # the last call's stream: its own order follows that call
             else:
                 stream = torch.cuda.current_stream()
                 stream.wait_event(self.done)
-                self.last_stream = handle, stream
+                self.last_stream = key, stream
             try:
                 return self._queue(data, stream)
             except BaseException:
