@@ -159,6 +159,9 @@ TRAIL_IEEE_MAX_W = tl.constexpr(32)     # wider updates form T^T V^T C on tensor
 # the blocked path's Triton grids hold the batch in their y or z extent, which CUDA limits to this many
 # programs: larger batches are factored in chunks of it
 GRID_MAX_BATCH = 65535
+# a call's h and tau are views of one fresh allocation (one allocator call, cheaper on the host than two), tau
+# this many floats' multiple into it: 512 bytes, as aligned as an allocation of its own
+TAU_ALIGN_FLOATS = 128
 MAX_CACHED_SHAPES = 16      # (device, batch, n) whose buffers and CUDA graph stay alive ...
 MAX_CACHED_BYTES = 2 << 30  # ... while their buffers take at most this much device memory
 # look-ahead (panel k+1 factored while panel k's trailing update runs) from this n, where one CTA a
@@ -2568,6 +2571,15 @@ def _round_up(x: int, step: int) -> int:
     return -(-x // step) * step
 
 
+def _fresh_outputs(like: torch.Tensor, batch: int, n: int) -> output_t:
+    """Fresh, uninitialized h (batch x n x n) and tau (batch x n), contiguous, on like's device: strided
+    views of one allocation (cheaper on the host than two allocations, or than slicing and viewing), tau
+    from a multiple of TAU_ALIGN_FLOATS into it."""
+    tau_at = _round_up(batch * n * n, TAU_ALIGN_FLOATS)
+    out = like.new_empty(tau_at + batch * n)
+    return out.as_strided((batch, n, n), (n * n, n, 1)), out.as_strided((batch, n), (n, 1), tau_at)
+
+
 def blocked_plan(n: int, cluster: int, resident: bool) -> Plan:
     """PANEL_WIDTH-column panels of n rows, split by rows over `cluster` CTAs."""
     rows = _round_up(-(-n // cluster), WARP)
@@ -2821,15 +2833,10 @@ def _small_qr(data: torch.Tensor) -> output_t:
     everything the JIT specializes on: the device, n (its value fixes N, the
     warps and n's specialization), the input pointer's 16-byte alignment and
     each stride's integer width (strides are not specialized, but each is
-    passed as i32 or i64 by its value; the outputs are fresh, so aligned). h
-    and tau are strided views of the buffer (cheaper on the host than
-    slicing and viewing).
+    passed as i32 or i64 by its value; the outputs are fresh, so aligned).
     """
     batch, n, _ = data.shape
-    tau_at = _round_up(batch * n * n, 4)                # tau 16-byte aligned
-    out = data.new_empty(tau_at + batch * n)
-    h = out.as_strided((batch, n, n), (n * n, n, 1))
-    tau = out.as_strided((batch, n), (n, 1), tau_at)
+    h, tau = _fresh_outputs(data, batch, n)
     strides = stride_b, stride_r, stride_c = data.stride()
     device = data.get_device()
     key = (device, n, data.data_ptr() % 16 == 0, stride_b < 2 ** 31, stride_r < 2 ** 31, stride_c < 2 ** 31)
@@ -2837,10 +2844,9 @@ def _small_qr(data: torch.Tensor) -> output_t:
     if launch is not None:
         run, direct, function, metadata, current_stream, size = launch
         if direct:
-            at = out.data_ptr()
             run.launch(batch, 1, 1, current_stream(device), function, run.launch_cooperative_grid, run.launch_pdl,
-                       None, None, metadata, None, None, None, data.data_ptr(), at, at + 4 * tau_at, n, *strides,
-                       size)
+                       None, None, metadata, None, None, None, data.data_ptr(), h.data_ptr(), tau.data_ptr(), n,
+                       *strides, size)
         else:
             run(batch, 1, 1, current_stream(device), function, metadata, None, None, None,
                 data, h, tau, n, *strides, size)
@@ -3300,6 +3306,12 @@ class Factorization:
         self.lock = threading.Lock()
         self.done = torch.cuda.Event()
         self.retired = False
+        self.device_index = device.index
+        self.current_handle = triton.runtime.driver.active.get_current_stream   # a device's current raw stream
+        # ((raw handle, thread), torch stream) of the last call, which recorded `done` on that stream. A raw
+        # handle names one stream in every thread (but the per-thread default stream's, hence the thread), and
+        # a destroyed stream's handle is not reused while work queued on it is pending
+        self.last_stream = None
 
         # first run outside the graph: JIT (with h as its own source, the input-reading update too), module loads
         self.launch(h, tau, h if self.reads_input else None)
@@ -3394,12 +3406,12 @@ class Factorization:
             _stage_input(data, h, self.size, col_end)
 
     def launch(self, h: torch.Tensor | None = None, tau: torch.Tensor | None = None,
-               source: torch.Tensor | None = None) -> None:
+               source: torch.Tensor | None = None, main: torch.cuda.Stream | None = None) -> None:
         """Queue the factorization of h in place, tau into tau (by default the graph's buffers self.h and
-        self.tau), on the current stream (and, with look-ahead, a side stream). With `source` (only where
-        `reads_input`), an eager square kernel reads its input from source (h is only written), and a
-        blocked plan's h holds the `staged` columns, the first step's fused updates reading the others from
-        source.
+        self.tau), on the current stream, `main` where the caller has it (and, with look-ahead, a side
+        stream). With `source` (only where `reads_input`), an eager square kernel reads its input from
+        source (h is only written), and a blocked plan's h holds the `staged` columns, the first step's
+        fused updates reading the others from source.
 
         With look-ahead, panel k's reflector updates the next panel's columns
         on the current stream and the rest of the trailing matrix on the side
@@ -3414,7 +3426,7 @@ class Factorization:
         alternates between two buffers too: step p+2's second panel writes
         it after step p+1 waited for step p's rest update.
         """
-        main = torch.cuda.current_stream()
+        main = torch.cuda.current_stream() if main is None else main
         stream = cuda.CUstream(main.cuda_stream)
         if self.plan.square and self.eager:
             self.panels[0](*_square_pointer_args(h if source is None else source, h, tau, stream))
@@ -3468,8 +3480,13 @@ class Factorization:
 
     def __call__(self, data: torch.Tensor) -> output_t:
         with self.lock:
-            stream = torch.cuda.current_stream()
-            stream.wait_event(self.done)
+            key = self.current_handle(self.device_index), threading.get_ident()
+            if self.last_stream is not None and self.last_stream[0] == key:
+                stream = self.last_stream[1]    # the last call's stream: its own order follows that call
+            else:
+                stream = torch.cuda.current_stream()
+                stream.wait_event(self.done)
+                self.last_stream = key, stream
             try:
                 return self._queue(data, stream)
             except BaseException:
@@ -3486,16 +3503,16 @@ class Factorization:
         out."""
         batch, n, _ = data.shape
         if self.eager:
-            out = data.new_empty((batch, n, n)), data.new_empty((batch, n))
+            out = _fresh_outputs(data, batch, n)
             source = data if self.reads_input and data.is_contiguous() else None
             if source is None or not self.plan.square:
                 self.stage(data, out[0], None if source is None else self.staged)
-            self.launch(*out, source)
+            self.launch(*out, source, stream)
             return out
         if self.graph is None and self.captures_left > 0:
             self.graph = self._capture()
         if self.retargeted is not None:         # a blocked plan's graph stages its input itself
-            out = data.new_empty((batch, n, n)), data.new_empty((batch, n))
+            out = _fresh_outputs(data, batch, n)
             if self.plan.square:
                 self.stage(data, out[0])
                 buffers = out
@@ -3589,7 +3606,7 @@ def _factor(data: torch.Tensor) -> output_t:
 def _factor_in_chunks(data: torch.Tensor, chunk: int) -> output_t:
     """_factor of data[i : i + chunk] for i = 0, chunk, 2 chunk, ..., copied into one pair of fresh outputs."""
     batch, n, _ = data.shape
-    h, tau = data.new_empty((batch, n, n)), data.new_empty((batch, n))
+    h, tau = _fresh_outputs(data, batch, n)
     for lo in range(0, batch, chunk):
         h_part, tau_part = _factor(data[lo:lo + chunk])
         h[lo:lo + chunk] = h_part

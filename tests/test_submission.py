@@ -582,6 +582,8 @@ def test_state_input_untouched_outputs_fresh_and_deterministic(batch, n):
     assert h1.data_ptr() != h2.data_ptr() and tau1.data_ptr() != tau2.data_ptr()
     assert torch.equal(h1, kept[0]) and torch.equal(tau1, kept[1])
     assert torch.equal(h1, h2) and torch.equal(tau1, tau2)
+    h2.fill_(float("nan"))                  # h and tau share an allocation but no element
+    assert torch.equal(tau2, kept[1])
 
 
 @pytest.mark.gpu
@@ -609,6 +611,33 @@ def test_side_streams(batch, n, eager_bytes, monkeypatch):
         t.join()
     for (h, tau), (ref_h, ref_tau) in zip(results, expected):
         assert torch.equal(h, ref_h) and torch.equal(tau, ref_tau)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("batch,n", [(3, 300), (40, 176)])         # a graph call; an eager square call
+def test_a_call_waits_for_the_last_one_only_from_another_stream(batch, n, monkeypatch):
+    # calls on streams A A B A, B's behind a sleep: the second call on A follows the first by A's own order
+    # (no wait); B's call waits for A's last, and A's next for B's. Each call's bits are those of the
+    # same input on the default stream
+    a = reference.generate_input(batch, n, 1, 91, "dense")
+    expected = submission.custom_kernel(a)
+    f = submission._FACTORIZATIONS[(a.device.index, batch, n)]
+    waits = []
+    wait_event = torch.cuda.Stream.wait_event
+    monkeypatch.setattr(torch.cuda.Stream, "wait_event",
+                        lambda stream, event: (waits.append(stream) if event is f.done else None)
+                        or wait_event(stream, event))
+    first, second = torch.cuda.Stream(), torch.cuda.Stream()
+    outputs = []
+    for stream in (first, first, second, first):
+        with torch.cuda.stream(stream):
+            if stream is second:
+                torch.cuda._sleep(100_000_000)
+            outputs.append(submission.custom_kernel(a))
+    torch.cuda.synchronize()
+    assert waits == [first, second, first]
+    for h, tau in outputs:
+        assert torch.equal(h, expected[0]) and torch.equal(tau, expected[1])
 
 
 @pytest.mark.gpu
