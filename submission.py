@@ -3086,7 +3086,6 @@ class RetargetedGraph:
         self.parts = []
         self.written = [None] * RETARGET_EXECUTABLES    # the addresses each copy's words hold, where known
         self.order = list(range(RETARGET_EXECUTABLES))  # the copies, least recently launched first
-        self.bases = None           # the last launch's addresses
         raw = cuda.CUgraph(graph.raw_cuda_graph())
         _, count = _driver_values(cuda.cuGraphGetNodes(raw, 0))
         nodes, _ = _driver_values(cuda.cuGraphGetNodes(raw, count))
@@ -3165,7 +3164,7 @@ class RetargetedGraph:
         copy = self.written.index(bases) if bases in self.written else self.order[0]
         self.order.remove(copy)
         self.order.append(copy)
-        written, self.written[copy], self.bases = self.written[copy], None, None   # unknown until every part runs
+        written, self.written[copy] = self.written[copy], None     # unknown until every part is launched
         handle = cuda.CUstream(stream.cuda_stream)
         for part in self.parts:
             executable = part.executables[copy]
@@ -3178,7 +3177,12 @@ class RetargetedGraph:
                     params.dst = cuda.CUdeviceptr(bases[k] + offset)
                     _driver_values(cuda.cuGraphExecMemsetNodeSetParams(executable, node, params, self.context))
             _driver_values(cuda.cuGraphLaunch(executable, handle))
-        self.written[copy] = self.bases = bases
+        self.written[copy] = bases
+
+    @property
+    def bases(self) -> tuple[int, ...] | None:
+        """The buffers' addresses of the last launch, None before one or where it failed."""
+        return self.written[self.order[-1]]
 
     def __del__(self):
         """The executable parts and the clones go (CUDA frees them after a launch still running); not at
