@@ -31,11 +31,9 @@ from probe_update import SLEEP_CYCLES
 WAYS = ("spec", "spec, freed", "waited", "waited, freed", "queued")
 
 
-def time_way(way: str, inputs: list, kept: list, watch: utils.Stopwatch) -> tuple[float, float, list]:
-    """(GPU us a call, host us a call, the outputs to keep) of one repeat timed `way`."""
+def time_way(way: str, inputs: list, watch: utils.Stopwatch) -> tuple[float, float, list]:
+    """(GPU us a call, host us a call, the outputs) of one repeat timed `way`."""
     device = inputs[0].device
-    if "freed" in way:
-        kept.clear()
     utils.synchronize(device)
     utils.flush_l2(device)
     if not way.startswith("spec"):         # waited, queued: the flush done before the start event
@@ -63,12 +61,14 @@ def main(argv: list[str]) -> int:
         inputs = ab.compare._inputs(case.args)
         watch = utils.Stopwatch(inputs[0].device)
         gpu, host = {way: [] for way in WAYS}, {way: [] for way in WAYS}
-        kept = {way: [] for way in WAYS}
+        kept = {}           # each way's last outputs, alive through its next calls unless the way frees them
         for way in WAYS:                                   # warm: compile, fill the allocator's cache
-            time_way(way, inputs, kept[way], watch)
+            kept[way] = time_way(way, inputs, watch)[2]
         for _ in range(args.rounds):
             for way in WAYS:
-                g, h, kept[way] = time_way(way, inputs, kept[way], watch)
+                if "freed" in way:
+                    kept[way] = None
+                g, h, kept[way] = time_way(way, inputs, watch)
                 gpu[way].append(g)
                 host[way].append(h)
         print(f"{shape}, {len(inputs)} inputs", flush=True)
