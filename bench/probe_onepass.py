@@ -45,9 +45,9 @@ os.environ["QR_SKIP_PRECOMPILE"] = "1"
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 
-import submission  # noqa: E402
 from probe_update import compare_pair_updates, main_update  # noqa: E402
-from submission import _bf16_pair, _dot_3xbf16, _load_reflectors, _load_strip, _subtract_reflected, _times_t  # noqa: E402
+from submission import (_bf16_pair, _dot_3xbf16, _load_reflectors, _load_strip,  # noqa: E402
+                        _subtract_reflected, _times_t)
 
 # (BLOCK_M, BLOCK_N, warps) of the configurations timed against main's
 CONFIGURATIONS = ((64, 32, 8), (32, 32, 8), (64, 16, 4), (32, 16, 4), (64, 32, 4), (64, 64, 8))

@@ -1,7 +1,7 @@
 """A trailing update by one CTA a matrix that holds each column strip in registers, reading C once (CuTe, GPU).
 
     python bench/probe_strip_registers.py [--shapes 640x512] [--widths 64,32] [--columns 0,128,256]
-        [--phases 234,-] [--reps 7]
+        [--phases 234,-] [--strips 32:1:1:1,...] [--reps 7]
 
 `probe_strip_stream.py` streams a matrix's strips through shared memory next
 to V's bf16 planes; at W 64 the planes (128 KB at 512 rows) leave room for
@@ -10,33 +10,38 @@ the strips live in registers and shared memory holds V's planes, the
 projection's partial sums and T. CTA b updates C = H[b, c:n, c + W:n] by the
 panel at c (V: m x W, m = n - c, unit lower trapezoid; T: W x W upper) in
 strips of BN columns (32 or 16); warp w owns the 16-row chunks w, w + 8, ... of
-every strip, and a lane holds, for each of its chunks q and tiles t = 0..3,
-the four entries
+every strip, and a lane holds, for each of its chunks q and tiles t < NT =
+BN / 8, the four entries
 
-    C[16 q + 8 h + 2 (lane % 4) + i, 4 (lane / 4) + t],   h, i in {0, 1},
+    C[16 q + 8 h + 2 (lane % 4) + i, NT (lane / 4) + t],   h, i in {0, 1},
 
 which are at once the B fragment of mma's m16n8k16 for P = V^T C (k = row;
-tile t's eight columns are t, 4 + t, ..., so a lane's four tiles are four
-consecutive columns) and the accumulator fragment for C^T -= Z^T V^T (Z =
-T^T P, Z^T's rows stored in the matching order), so that the strip is loaded
-once, updated in place and stored from the registers:
+tile t's eight columns are t, NT + t, ..., so a lane's NT tiles are NT
+adjacent columns, one vector load) and the accumulator fragment for
+C^T -= Z^T V^T (Z = T^T P, Z^T's rows stored in the matching order), so that
+the strip is loaded once, updated in place and stored from the registers:
 
-1. strip s + 1's loads are issued into a second register set while strip s
-   is worked on (16-byte loads, four rows of 128 bytes a warp);
+1. the loads of the strip `ahead` strips on are issued while strip s is
+   worked on (by default followed by a barrier, `fence`, as ptxas otherwise
+   sinks them into phase 2);
 2. P = V^T C: each warp sums its chunks' 3xBF16 products (V's planes by
    `ldmatrix.trans`) in registers and writes its W x BN partial sums to
    shared memory; the eight partial sums are added in a fixed order (the
    same bits every run);
-3. Y = T^T P in float32, written as -Y^T's bf16 planes (Z^T);
+3. -Z^T = -P^T T on tensor cores (3xBF16), warp (ct, ks) a 16 x 16 tile,
+   into two bf16 planes;
 4. C^T -= Z^T V^T on tensor cores into the strip's registers (V's planes by
-   `ldmatrix`), then the strip is stored from them (16-byte stores).
+   `ldmatrix`), then the strip is stored from them (vector stores).
 
-Shared memory at 512 rows, W 64: V's planes 128 KB, the partial sums 64 KB,
-T 16 KB, Z^T's planes 8 KB. One CTA an SM (256 threads, up to 255
+Shared memory at 512 rows, W 64, BN 32: V's planes 128 KB, the partial sums
+64 KB, T 16 KB, Z^T's planes 8 KB. One CTA an SM (256 threads, up to 255
+registers), or with `groups` 2 two groups of eight warps that take alternate
+strips with their own partial sums, Z^T and named barrier (512 threads, 128
 registers). `phases` (timing only) skips phases 2-4 ('-': the copy through
 the registers). Each configuration is checked against main's fused update on
 the same input and timed alone (h restored, L2 flushed, events, queued
-behind a GPU sleep; the median of `reps`).
+behind a GPU sleep; the median of `reps`). bench/NOTES.md (fifty-sixth
+session) has the builds' figures.
 """
 import argparse
 import os
@@ -51,13 +56,19 @@ import torch  # noqa: E402
 import triton  # noqa: E402
 
 import submission  # noqa: E402
-from probe_strip import PRODUCTS, _bf16_split2, _copy_async_16, _copy_async_wait, time_configurations  # noqa: E402
-from probe_strip_stream import _ldmatrix_x4, _store_global  # noqa: E402
-from probe_update import main_update, random_batches  # noqa: E402
+from probe_strip import PRODUCTS, _bf16_split2, _copy_async_16, _copy_async_wait  # noqa: E402
+from probe_strip_stream import _ldmatrix_x4, _store_global, phase_sets, update_cases  # noqa: E402
 from submission import WARP, _mma_16816, cute, cutlass, cuda, SmemAllocator  # noqa: E402
 from submission import dsl_user_op, llvm  # noqa: E402
 
 THREADS = 256           # eight warps
+
+
+@dsl_user_op
+def _named_barrier(barrier, threads: int, *, loc=None, ip=None):
+    """bar.sync on the named barrier `barrier` (a register: the same in every thread of a warp) of `threads`."""
+    llvm.inline_asm(None, [cutlass.Int32(barrier).ir_value(loc=loc, ip=ip)], f"bar.sync $0, {threads};", "r",
+                    has_side_effects=True, asm_dialect=0, loc=loc, ip=ip)
 WARPS = THREADS // WARP
 
 
@@ -82,21 +93,39 @@ class RegisterStrips:
     turn, each in registers, `ahead` strips' loads in flight meanwhile. `rows` bounds m = n - c, a multiple of
     16 WARPS; c and col_hi - col_lo multiples of 4."""
 
-    def __init__(self, rows: int, width: int, block_n: int = 32, ahead: int = 1, phases: tuple = (2, 3, 4)):
-        assert width in (32, 64) and block_n in (16, 32) and ahead in (1, 2) and rows % (16 * WARPS) == 0
+    def __init__(self, rows: int, width: int, block_n: int = 32, ahead: int = 1, groups: int = 1, fence: bool = True,
+                 phases: tuple = (2, 3, 4)):
+        assert width in (32, 64) and block_n in (16, 32) and ahead in (0, 1, 2) and groups in (1, 2)
+        assert rows % (16 * WARPS) == 0
         self.rows = rows
+        # groups of eight warps, each with its own strips (s = group, group + groups, ...), partial sums, Z^T
+        # planes and named barrier, sharing V's planes and T: one group's products overlap another's loads
+        self.groups = groups
+        self.threads = THREADS * groups
+        # a barrier right after a strip's loads, so that ptxas issues them before phase 2 instead of sinking
+        # them into it
+        self.fence = fence
         self.width = width
         self.block_n = block_n
         self.nt = block_n // 8      # 8-column tiles of a strip (P's n-tiles): a lane's consecutive columns
         self.ct = block_n // 16     # 16-column tiles of a strip (the apply's m-tiles)
-        self.ahead = ahead          # strips loaded ahead of the one worked on
+        self.ahead = ahead          # strips loaded ahead of the one worked on (0: each loaded as it starts)
         self.chunks = rows // (16 * WARPS)      # 16-row chunks a warp
         self.phases = phases
 
     @cute.jit
     def __call__(self, mH: cute.Tensor, mT: cute.Tensor, c: cutlass.Int32, col_lo: cutlass.Int32,
                  col_hi: cutlass.Int32, stream: cuda.CUstream):
-        self.kernel(mH, mT, c, col_lo, col_hi).launch(grid=(mH.shape[0], 1, 1), block=(THREADS, 1, 1), stream=stream)
+        self.kernel(mH, mT, c, col_lo, col_hi).launch(grid=(mH.shape[0], 1, 1), block=(self.threads, 1, 1),
+                                                      stream=stream)
+
+    @cute.jit
+    def _sync(self, group):
+        """A barrier of the group's eight warps."""
+        if cutlass.const_expr(self.groups == 1):
+            cute.arch.sync_threads()
+        else:
+            _named_barrier(1 + group, THREADS)
 
     @cute.jit
     def _plane_word(self, r, chunk, width):
@@ -147,7 +176,8 @@ class RegisterStrips:
         n = mH.shape[1]
         tidx, _, _ = cute.arch.thread_idx()
         lane = tidx % WARP
-        warp = tidx // WARP
+        group = tidx // THREADS
+        warp = tidx // WARP % WARPS         # the warp within its group
         b, _, _ = cute.arch.block_idx()
         m = n - c
         strips = (col_hi - col_lo + self.block_n - 1) // self.block_n
@@ -156,17 +186,22 @@ class RegisterStrips:
         plane = cute.make_layout((self.rows * W // 2,), stride=(1,))
         sHi = smem.allocate_tensor(cutlass.Int32, plane, 128)
         sLo = smem.allocate_tensor(cutlass.Int32, plane, 128)
-        sPart = smem.allocate_tensor(cutlass.Float32, cute.make_layout((WARPS, W, self.block_n), stride=(W * self.block_n, self.block_n, 1)), 16)
+        part = cute.make_layout((WARPS, W, self.block_n), stride=(W * self.block_n, self.block_n, 1))
+        parts = smem.allocate_tensor(cutlass.Float32, cute.make_layout(self.groups * WARPS * W * self.block_n), 16)
+        sPart = cute.make_tensor(parts.iterator + group * WARPS * W * self.block_n, part)
         sT = smem.allocate_tensor(cutlass.Float32, cute.make_layout((W, W), stride=(W, 1)), 16)
-        z_plane = cute.make_layout((self.block_n * W // 2,), stride=(1,))
-        sZHi = smem.allocate_tensor(cutlass.Int32, z_plane, 128)
-        sZLo = smem.allocate_tensor(cutlass.Int32, z_plane, 128)
+        z_words = self.block_n * W // 2
+        z_planes = smem.allocate_tensor(cutlass.Int32, cute.make_layout(2 * self.groups * z_words), 128)
+        sZHi = cute.make_tensor(z_planes.iterator + 2 * group * z_words, cute.make_layout(z_words))
+        sZLo = cute.make_tensor(z_planes.iterator + (2 * group + 1) * z_words, cute.make_layout(z_words))
 
         # ----- 0. the first strip's loads; T by cp.async; V's planes (the trapezoid, split) -----
-        x = self._load(mH, b, c, m, col_lo, col_hi, warp, lane)
-        for e in cutlass.range(tidx, W * W // 4, THREADS):
+        first = col_lo + group * self.block_n
+        if cutlass.const_expr(self.ahead > 0):
+            x = self._load(mH, b, c, m, first, col_hi, warp, lane)
+        for e in cutlass.range(tidx, W * W // 4, self.threads):
             _copy_async_16(sT.iterator + 4 * e, mT.iterator + cutlass.Int64(b) * W * W + 4 * e, True)
-        for e in cutlass.range(tidx, self.rows * (W // 4), THREADS, unroll=8):
+        for e in cutlass.range(tidx, self.rows * (W // 4), self.threads, unroll=8):
             r = e // (W // 4)
             col = 4 * (e % (W // 4))
             offset = (cutlass.Int64(b) * n + c + cutlass.min(r, m - 1)) * n + c + col
@@ -184,25 +219,28 @@ class RegisterStrips:
         _copy_async_wait()
         cute.arch.sync_threads()
 
+        step = self.groups * self.block_n        # columns between a group's strips
         if cutlass.const_expr(self.ahead == 2):
-            x_next = self._load(mH, b, c, m, col_lo + self.block_n, col_hi, warp, lane)
-        for s in cutlass.range(strips, unroll=1):
+            x_next = self._load(mH, b, c, m, first + step, col_hi, warp, lane)
+        for s in cutlass.range(group, strips, self.groups, unroll=1):
             j0 = col_lo + s * self.block_n
-            # ----- 1. strip s + ahead's loads in flight while strip s is worked on -----
-            x_ahead = self._load(mH, b, c, m, j0 + self.ahead * self.block_n, col_hi, warp, lane)
-            cute.arch.sync_threads()        # keeps the loads here: ptxas would sink them into phase 2
+            # ----- 1. the group's strip `ahead` strips on: its loads in flight while strip s is worked on -----
+            x_ahead = self._load(mH, b, c, m, j0 + self.ahead * step, col_hi, warp, lane)
+            if cutlass.const_expr(self.fence):
+                self._sync(group)
+            strip = x_ahead if self.ahead == 0 else x
             if cutlass.const_expr(2 in self.phases):
-                self._project(x, sHi, sLo, sPart, warp, lane)
-                cute.arch.sync_threads()
+                self._project(strip, sHi, sLo, sPart, warp, lane)
+                self._sync(group)
             if cutlass.const_expr(3 in self.phases):
-                self._reflect(sPart, sT, sZHi, sZLo, tidx, warp, lane)
+                self._reflect(sPart, sT, sZHi, sZLo, group, tidx % THREADS, warp, lane)
             if cutlass.const_expr(4 in self.phases):
-                x = self._apply(x, sHi, sLo, sZHi, sZLo, warp, lane)
-            self._store(mH, x, b, c, m, j0, col_hi, warp, lane)
+                strip = self._apply(strip, sHi, sLo, sZHi, sZLo, warp, lane)
+            self._store(mH, strip, b, c, m, j0, col_hi, warp, lane)
             if cutlass.const_expr(self.ahead == 2):
                 x = x_next
                 x_next = x_ahead
-            else:
+            if cutlass.const_expr(self.ahead == 1):
                 x = x_ahead
 
     @cute.jit
@@ -241,7 +279,7 @@ class RegisterStrips:
                             acc[u * self.nt + t][e]
 
     @cute.jit
-    def _reflect(self, sPart, sT, sZHi, sZLo, tidx, warp, lane):
+    def _reflect(self, sPart, sT, sZHi, sZLo, group, tidx, warp, lane):
         """3. P := the partial sums added in warp order (into sPart[0], thread e the R = W block_n / THREADS entries
         from e R); then warp (ct, ks) forms the 16 x 16 tile (ct, ks) of -Z^T = -P^T T on tensor cores
         (3xBF16, T upper: the k-steps up to ks) with its rows in `_apply`'s column order, into Z^T's planes"""
@@ -254,7 +292,7 @@ class RegisterStrips:
             for w in cutlass.range_constexpr(1, WARPS):
                 total = total + sPart[w, i, j + e]
             sPart[0, i, j + e] = total
-        cute.arch.sync_threads()
+        self._sync(group)
         group = lane // 4
         pair = lane % 4
         KS = W // 16
@@ -288,7 +326,7 @@ class RegisterStrips:
                     word = self._plane_word(16 * ct + group + 8 * half, 2 * ks + nt, W) + pair
                     sZHi[word] = split[0]
                     sZLo[word] = split[1]
-        cute.arch.sync_threads()
+        self._sync(group)
 
     @cute.jit
     def _apply(self, x, sHi, sLo, sZHi, sZLo, warp, lane):
@@ -312,7 +350,7 @@ class RegisterStrips:
                     v = (_ldmatrix_x4((sHi.iterator + word).toint(), False),
                          _ldmatrix_x4((sLo.iterator + word).toint(), False))
                     for h in cutlass.range_constexpr(2):
-                        # accumulator of (columns 4 g + 2 ct, then 4 g + 2 ct + 1; rows row0 + 8 h ..): tiles 2 ct, 2 ct + 1
+                        # accumulator of (columns NT g + 2 ct, then + 1; rows row0 + 8 h ..): tiles 2 ct, 2 ct + 1
                         e0 = (q * self.nt + 2 * ct) * 4 + 2 * h
                         e1 = (q * self.nt + 2 * ct + 1) * 4 + 2 * h
                         acc = [x[e0], x[e0 + 1], x[e1], x[e1 + 1]]
@@ -326,16 +364,16 @@ class RegisterStrips:
 _COMPILED = {}
 
 
-def register_update(h, t, n, c, block_n=32, ahead=1, phases=(2, 3, 4)):
+def register_update(h, t, n, c, block_n=32, ahead=1, groups=1, fence=True, phases=(2, 3, 4)):
     """Update columns [c + W, n) of every matrix of h by the panel at c (V from h, T = t, W x W)."""
     width = t.shape[-1]
     rows = triton.cdiv(n - c, 16 * WARPS) * 16 * WARPS
-    key = (rows, width, block_n, ahead, phases)
+    key = (rows, width, block_n, ahead, groups, fence, phases)
     stream = cuda.CUstream(torch.cuda.current_stream().cuda_stream) if h.is_cuda else cuda.CUstream(0)
     args = (submission._cute_tensor(h), submission._cute_tensor(t), cutlass.Int32(c), cutlass.Int32(c + width),
             cutlass.Int32(n))
     if key not in _COMPILED:
-        _COMPILED[key] = cute.compile(RegisterStrips(rows, width, block_n, ahead, phases), *args, stream)
+        _COMPILED[key] = cute.compile(RegisterStrips(rows, width, block_n, ahead, groups, fence, phases), *args, stream)
     _COMPILED[key](*args, stream)
 
 
@@ -346,24 +384,16 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--widths", default="64,32", help="panel widths W: 32, or a pair's 64")
     parser.add_argument("--columns", default="0,128,256", help="panel columns c")
     parser.add_argument("--phases", default="234,-", help="phase sets to time, '-' for the copy through registers")
-    parser.add_argument("--strips", default="32:1,16:2", help="(block_n:ahead) pairs, comma-separated")
+    parser.add_argument("--strips", default="32:1:1:1", help="block_n:ahead:groups:fence, comma-separated")
     args = parser.parse_args(argv)
-    device = torch.device("cuda")
-    print(f"{torch.cuda.get_device_name()}; median of {args.reps}", flush=True)
-    for batch, n, pristine, h in random_batches(args.shapes, device):
-        for width in map(int, args.widths.split(",")):
-            t = (0.1 * torch.randn(batch, width, width, device=device)).triu().contiguous()
-            for c in map(int, args.columns.split(",")):
-                print(f"--- {batch}x{n}, W {width}, c = {c}, columns [{c + width}, {n})", flush=True)
-                configurations = [("main fused", lambda c=c, t=t: main_update(h, t, n, c))]
-                for strip in args.strips.split(","):
-                    block_n, ahead = map(int, strip.split(":"))
-                    for phases in (tuple(int(d) for d in text if d != "-") for text in args.phases.split(",")):
-                        configurations.append((
-                            f"registers BN {block_n} ahead {ahead} phases {''.join(map(str, phases)) or '-'}",
-                            lambda c=c, t=t, a=(block_n, ahead, phases): register_update(h, t, n, c, *a)))
-                if not time_configurations(configurations, h, pristine, args.reps, device):
-                    return 1
+    for h, t, n, c, configurations in update_cases(args):
+        for strip in args.strips.split(","):
+            block_n, ahead, groups, fence = map(int, strip.split(":"))
+            for phases in phase_sets(args.phases):
+                configurations.append((
+                    f"registers BN {block_n} ahead {ahead} groups {groups} fence {fence} "
+                    f"phases {''.join(map(str, phases)) or '-'}",
+                    lambda c=c, t=t, a=(block_n, ahead, groups, bool(fence), phases): register_update(h, t, n, c, *a)))
     return 0
 
 

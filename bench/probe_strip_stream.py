@@ -365,6 +365,33 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--block-n", default="32,16,8", help="strip widths (those that fit shared memory)")
     parser.add_argument("--phases", default="234,23,-", help="phase sets to time, '-' for the streamed copy")
     args = parser.parse_args(argv)
+    for h, t, n, c, configurations in update_cases(args):
+        width = t.shape[-1]
+        for block_n in map(int, args.block_n.split(",")):
+            for threads in map(int, args.threads.split(",")):
+                try:
+                    StreamedStrips(triton.cdiv(n, 64) * 64, width, block_n, threads)
+                except AssertionError:      # no such tiling, or too much shared memory
+                    continue
+                for phases in phase_sets(args.phases):
+                    for direct in (False, True) if 4 in phases else (False,):
+                        configurations.append((
+                            f"streamed BN {block_n} threads {threads} phases "
+                            f"{''.join(map(str, phases)) or '-'}{' direct' if direct else ''}",
+                            lambda a=(c, threads, block_n, phases, direct), t=t: streamed_update(h, t, n, *a)))
+    return 0
+
+
+def phase_sets(text: str) -> list[tuple]:
+    """'234,23,-' -> [(2, 3, 4), (2, 3), ()]."""
+    return [tuple(int(d) for d in part if d != "-") for part in text.split(",")]
+
+
+def update_cases(args):
+    """For each shape of args.shapes (random h), panel width of args.widths (random upper T) and column of
+    args.columns: print the case, yield (h, t, n, c, configurations) with configurations holding main's
+    fused update first for the caller to extend, then time them all (`time_configurations`, args.reps);
+    exits with status 1 at a configuration that fails to launch (the context may be lost)."""
     device = torch.device("cuda")
     print(f"{torch.cuda.get_device_name()}; median of {args.reps}", flush=True)
     for batch, n, pristine, h in random_batches(args.shapes, device):
@@ -373,21 +400,9 @@ def main(argv: list[str]) -> int:
             for c in map(int, args.columns.split(",")):
                 print(f"--- {batch}x{n}, W {width}, c = {c}, columns [{c + width}, {n})", flush=True)
                 configurations = [("main fused", lambda c=c, t=t: main_update(h, t, n, c))]
-                for block_n in map(int, args.block_n.split(",")):
-                    for threads in map(int, args.threads.split(",")):
-                        try:
-                            StreamedStrips(triton.cdiv(n, 64) * 64, width, block_n, threads)
-                        except AssertionError:      # no such tiling, or too much shared memory
-                            continue
-                        for phases in (tuple(int(d) for d in text if d != "-") for text in args.phases.split(",")):
-                            for direct in (False, True) if 4 in phases else (False,):
-                                configurations.append((
-                                    f"streamed BN {block_n} threads {threads} phases "
-                                    f"{''.join(map(str, phases)) or '-'}{' direct' if direct else ''}",
-                                    lambda a=(c, threads, block_n, phases, direct), t=t: streamed_update(h, t, n, *a)))
+                yield h, t, n, c, configurations
                 if not time_configurations(configurations, h, pristine, args.reps, device):
-                    return 1
-    return 0
+                    sys.exit(1)
 
 
 if __name__ == "__main__":
