@@ -1,7 +1,7 @@
 """A trailing update by one CTA a matrix that holds each column strip in registers, reading C once (CuTe, GPU).
 
     python bench/probe_strip_registers.py [--shapes 640x512] [--widths 64,32] [--columns 0,128,256]
-        [--phases 234,-] [--strips 32:1:1:1,...] [--reps 7]
+        [--phases 234,-] [--strips 32:1:0,...] [--reps 7]
 
 `probe_strip_stream.py` streams a matrix's strips through shared memory next
 to V's bf16 planes; at W 64 the planes (128 KB at 512 rows) leave room for
@@ -22,8 +22,8 @@ C^T -= Z^T V^T (Z = T^T P, Z^T's rows stored in the matching order), so that
 the strip is loaded once, updated in place and stored from the registers:
 
 1. the loads of the strip `ahead` strips on are issued while strip s is
-   worked on (by default followed by a barrier, `fence`, as ptxas otherwise
-   sinks them into phase 2);
+   worked on (with `fence`, followed by a barrier, as ptxas otherwise sinks
+   them into phase 2);
 2. P = V^T C: each warp sums its chunks' 3xBF16 products (V's planes by
    `ldmatrix.trans`) in registers and writes its W x BN partial sums to
    shared memory; the eight partial sums are added in a fixed order (the
@@ -35,8 +35,6 @@ the strip is loaded once, updated in place and stored from the registers:
 
 Shared memory at 512 rows, W 64, BN 32: V's planes 128 KB, the partial sums
 64 KB, T 16 KB, Z^T's planes 8 KB. One CTA an SM (256 threads, up to 255
-registers), or with `groups` 2 two groups of eight warps that take alternate
-strips with their own partial sums, Z^T and named barrier (512 threads, 128
 registers). `phases` (timing only) skips phases 2-4 ('-': the copy through
 the registers). Each configuration is checked against main's fused update on
 the same input and timed alone (h restored, L2 flushed, events, queued
@@ -63,12 +61,6 @@ from submission import dsl_user_op, llvm  # noqa: E402
 
 THREADS = 256           # eight warps
 
-
-@dsl_user_op
-def _named_barrier(barrier, threads: int, *, loc=None, ip=None):
-    """bar.sync on the named barrier `barrier` (a register: the same in every thread of a warp) of `threads`."""
-    llvm.inline_asm(None, [cutlass.Int32(barrier).ir_value(loc=loc, ip=ip)], f"bar.sync $0, {threads};", "r",
-                    has_side_effects=True, asm_dialect=0, loc=loc, ip=ip)
 WARPS = THREADS // WARP
 
 
@@ -93,15 +85,10 @@ class RegisterStrips:
     turn, each in registers, `ahead` strips' loads in flight meanwhile. `rows` bounds m = n - c, a multiple of
     16 WARPS; c and col_hi - col_lo multiples of 4."""
 
-    def __init__(self, rows: int, width: int, block_n: int = 32, ahead: int = 1, groups: int = 1, fence: bool = True,
+    def __init__(self, rows: int, width: int, block_n: int = 32, ahead: int = 1, fence: bool = False,
                  phases: tuple = (2, 3, 4)):
-        assert width in (32, 64) and block_n in (16, 32) and ahead in (0, 1, 2) and groups in (1, 2)
-        assert rows % (16 * WARPS) == 0
+        assert width in (32, 64) and block_n in (16, 32) and ahead in (1, 2) and rows % (16 * WARPS) == 0
         self.rows = rows
-        # groups of eight warps, each with its own strips (s = group, group + groups, ...), partial sums, Z^T
-        # planes and named barrier, sharing V's planes and T: one group's products overlap another's loads
-        self.groups = groups
-        self.threads = THREADS * groups
         # a barrier right after a strip's loads, so that ptxas issues them before phase 2 instead of sinking
         # them into it
         self.fence = fence
@@ -109,23 +96,14 @@ class RegisterStrips:
         self.block_n = block_n
         self.nt = block_n // 8      # 8-column tiles of a strip (P's n-tiles): a lane's consecutive columns
         self.ct = block_n // 16     # 16-column tiles of a strip (the apply's m-tiles)
-        self.ahead = ahead          # strips loaded ahead of the one worked on (0: each loaded as it starts)
+        self.ahead = ahead          # strips loaded ahead of the one worked on
         self.chunks = rows // (16 * WARPS)      # 16-row chunks a warp
         self.phases = phases
 
     @cute.jit
     def __call__(self, mH: cute.Tensor, mT: cute.Tensor, c: cutlass.Int32, col_lo: cutlass.Int32,
                  col_hi: cutlass.Int32, stream: cuda.CUstream):
-        self.kernel(mH, mT, c, col_lo, col_hi).launch(grid=(mH.shape[0], 1, 1), block=(self.threads, 1, 1),
-                                                      stream=stream)
-
-    @cute.jit
-    def _sync(self, group):
-        """A barrier of the group's eight warps."""
-        if cutlass.const_expr(self.groups == 1):
-            cute.arch.sync_threads()
-        else:
-            _named_barrier(1 + group, THREADS)
+        self.kernel(mH, mT, c, col_lo, col_hi).launch(grid=(mH.shape[0], 1, 1), block=(THREADS, 1, 1), stream=stream)
 
     @cute.jit
     def _plane_word(self, r, chunk, width):
@@ -176,8 +154,7 @@ class RegisterStrips:
         n = mH.shape[1]
         tidx, _, _ = cute.arch.thread_idx()
         lane = tidx % WARP
-        group = tidx // THREADS
-        warp = tidx // WARP % WARPS         # the warp within its group
+        warp = tidx // WARP
         b, _, _ = cute.arch.block_idx()
         m = n - c
         strips = (col_hi - col_lo + self.block_n - 1) // self.block_n
@@ -187,21 +164,17 @@ class RegisterStrips:
         sHi = smem.allocate_tensor(cutlass.Int32, plane, 128)
         sLo = smem.allocate_tensor(cutlass.Int32, plane, 128)
         part = cute.make_layout((WARPS, W, self.block_n), stride=(W * self.block_n, self.block_n, 1))
-        parts = smem.allocate_tensor(cutlass.Float32, cute.make_layout(self.groups * WARPS * W * self.block_n), 16)
-        sPart = cute.make_tensor(parts.iterator + group * WARPS * W * self.block_n, part)
+        sPart = smem.allocate_tensor(cutlass.Float32, part, 16)
         sT = smem.allocate_tensor(cutlass.Float32, cute.make_layout((W, W), stride=(W, 1)), 16)
-        z_words = self.block_n * W // 2
-        z_planes = smem.allocate_tensor(cutlass.Int32, cute.make_layout(2 * self.groups * z_words), 128)
-        sZHi = cute.make_tensor(z_planes.iterator + 2 * group * z_words, cute.make_layout(z_words))
-        sZLo = cute.make_tensor(z_planes.iterator + (2 * group + 1) * z_words, cute.make_layout(z_words))
+        z_plane = cute.make_layout(self.block_n * W // 2)
+        sZHi = smem.allocate_tensor(cutlass.Int32, z_plane, 128)
+        sZLo = smem.allocate_tensor(cutlass.Int32, z_plane, 128)
 
         # ----- 0. the first strip's loads; T by cp.async; V's planes (the trapezoid, split) -----
-        first = col_lo + group * self.block_n
-        if cutlass.const_expr(self.ahead > 0):
-            x = self._load(mH, b, c, m, first, col_hi, warp, lane)
-        for e in cutlass.range(tidx, W * W // 4, self.threads):
+        x = self._load(mH, b, c, m, col_lo, col_hi, warp, lane)
+        for e in cutlass.range(tidx, W * W // 4, THREADS):
             _copy_async_16(sT.iterator + 4 * e, mT.iterator + cutlass.Int64(b) * W * W + 4 * e, True)
-        for e in cutlass.range(tidx, self.rows * (W // 4), self.threads, unroll=8):
+        for e in cutlass.range(tidx, self.rows * (W // 4), THREADS, unroll=8):
             r = e // (W // 4)
             col = 4 * (e % (W // 4))
             offset = (cutlass.Int64(b) * n + c + cutlass.min(r, m - 1)) * n + c + col
@@ -219,28 +192,26 @@ class RegisterStrips:
         _copy_async_wait()
         cute.arch.sync_threads()
 
-        step = self.groups * self.block_n        # columns between a group's strips
         if cutlass.const_expr(self.ahead == 2):
-            x_next = self._load(mH, b, c, m, first + step, col_hi, warp, lane)
-        for s in cutlass.range(group, strips, self.groups, unroll=1):
+            x_next = self._load(mH, b, c, m, col_lo + self.block_n, col_hi, warp, lane)
+        for s in cutlass.range(strips, unroll=1):
             j0 = col_lo + s * self.block_n
-            # ----- 1. the group's strip `ahead` strips on: its loads in flight while strip s is worked on -----
-            x_ahead = self._load(mH, b, c, m, j0 + self.ahead * step, col_hi, warp, lane)
+            # ----- 1. the loads of strip s + ahead in flight while strip s is worked on -----
+            x_ahead = self._load(mH, b, c, m, j0 + self.ahead * self.block_n, col_hi, warp, lane)
             if cutlass.const_expr(self.fence):
-                self._sync(group)
-            strip = x_ahead if self.ahead == 0 else x
+                cute.arch.sync_threads()
             if cutlass.const_expr(2 in self.phases):
-                self._project(strip, sHi, sLo, sPart, warp, lane)
-                self._sync(group)
+                self._project(x, sHi, sLo, sPart, warp, lane)
+                cute.arch.sync_threads()
             if cutlass.const_expr(3 in self.phases):
-                self._reflect(sPart, sT, sZHi, sZLo, group, tidx % THREADS, warp, lane)
+                self._reflect(sPart, sT, sZHi, sZLo, tidx, warp, lane)
             if cutlass.const_expr(4 in self.phases):
-                strip = self._apply(strip, sHi, sLo, sZHi, sZLo, warp, lane)
-            self._store(mH, strip, b, c, m, j0, col_hi, warp, lane)
+                x = self._apply(x, sHi, sLo, sZHi, sZLo, warp, lane)
+            self._store(mH, x, b, c, m, j0, col_hi, warp, lane)
             if cutlass.const_expr(self.ahead == 2):
                 x = x_next
                 x_next = x_ahead
-            if cutlass.const_expr(self.ahead == 1):
+            else:
                 x = x_ahead
 
     @cute.jit
@@ -279,7 +250,7 @@ class RegisterStrips:
                             acc[u * self.nt + t][e]
 
     @cute.jit
-    def _reflect(self, sPart, sT, sZHi, sZLo, group, tidx, warp, lane):
+    def _reflect(self, sPart, sT, sZHi, sZLo, tidx, warp, lane):
         """3. P := the partial sums added in warp order (into sPart[0], thread e the R = W block_n / THREADS entries
         from e R); then warp (ct, ks) forms the 16 x 16 tile (ct, ks) of -Z^T = -P^T T on tensor cores
         (3xBF16, T upper: the k-steps up to ks) with its rows in `_apply`'s column order, into Z^T's planes"""
@@ -292,7 +263,7 @@ class RegisterStrips:
             for w in cutlass.range_constexpr(1, WARPS):
                 total = total + sPart[w, i, j + e]
             sPart[0, i, j + e] = total
-        self._sync(group)
+        cute.arch.sync_threads()
         group = lane // 4
         pair = lane % 4
         KS = W // 16
@@ -326,7 +297,7 @@ class RegisterStrips:
                     word = self._plane_word(16 * ct + group + 8 * half, 2 * ks + nt, W) + pair
                     sZHi[word] = split[0]
                     sZLo[word] = split[1]
-        self._sync(group)
+        cute.arch.sync_threads()
 
     @cute.jit
     def _apply(self, x, sHi, sLo, sZHi, sZLo, warp, lane):
@@ -364,16 +335,16 @@ class RegisterStrips:
 _COMPILED = {}
 
 
-def register_update(h, t, n, c, block_n=32, ahead=1, groups=1, fence=True, phases=(2, 3, 4)):
+def register_update(h, t, n, c, block_n=32, ahead=1, fence=False, phases=(2, 3, 4)):
     """Update columns [c + W, n) of every matrix of h by the panel at c (V from h, T = t, W x W)."""
     width = t.shape[-1]
     rows = triton.cdiv(n - c, 16 * WARPS) * 16 * WARPS
-    key = (rows, width, block_n, ahead, groups, fence, phases)
+    key = (rows, width, block_n, ahead, fence, phases)
     stream = cuda.CUstream(torch.cuda.current_stream().cuda_stream) if h.is_cuda else cuda.CUstream(0)
     args = (submission._cute_tensor(h), submission._cute_tensor(t), cutlass.Int32(c), cutlass.Int32(c + width),
             cutlass.Int32(n))
     if key not in _COMPILED:
-        _COMPILED[key] = cute.compile(RegisterStrips(rows, width, block_n, ahead, groups, fence, phases), *args, stream)
+        _COMPILED[key] = cute.compile(RegisterStrips(rows, width, block_n, ahead, fence, phases), *args, stream)
     _COMPILED[key](*args, stream)
 
 
@@ -384,16 +355,15 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--widths", default="64,32", help="panel widths W: 32, or a pair's 64")
     parser.add_argument("--columns", default="0,128,256", help="panel columns c")
     parser.add_argument("--phases", default="234,-", help="phase sets to time, '-' for the copy through registers")
-    parser.add_argument("--strips", default="32:1:1:1", help="block_n:ahead:groups:fence, comma-separated")
+    parser.add_argument("--strips", default="32:1:0", help="block_n:ahead:fence (0 or 1), comma-separated")
     args = parser.parse_args(argv)
     for h, t, n, c, configurations in update_cases(args):
         for strip in args.strips.split(","):
-            block_n, ahead, groups, fence = map(int, strip.split(":"))
+            block_n, ahead, fence = map(int, strip.split(":"))
             for phases in phase_sets(args.phases):
                 configurations.append((
-                    f"registers BN {block_n} ahead {ahead} groups {groups} fence {fence} "
-                    f"phases {''.join(map(str, phases)) or '-'}",
-                    lambda c=c, t=t, a=(block_n, ahead, groups, bool(fence), phases): register_update(h, t, n, c, *a)))
+                    f"registers BN {block_n} ahead {ahead} fence {fence} phases {''.join(map(str, phases)) or '-'}",
+                    lambda c=c, t=t, a=(block_n, ahead, bool(fence), phases): register_update(h, t, n, c, *a)))
     return 0
 
 
