@@ -41,7 +41,6 @@ the same input and timed alone (h restored, L2 flushed, events, queued
 behind a GPU sleep; the median of `reps`). bench/NOTES.md (fifty-sixth
 session) has the builds' figures.
 """
-import argparse
 import os
 import sys
 from pathlib import Path
@@ -55,7 +54,7 @@ import triton  # noqa: E402
 
 import submission  # noqa: E402
 from probe_strip import PRODUCTS, _bf16_split2, _copy_async_16, _copy_async_wait  # noqa: E402
-from probe_strip_stream import _ldmatrix_x4, _store_global, phase_sets, update_cases  # noqa: E402
+from probe_strip_stream import _ldmatrix_x4, _store_global, case_arguments, phase_sets, update_cases  # noqa: E402
 from submission import WARP, _mma_16816, cute, cutlass, cuda, SmemAllocator  # noqa: E402
 from submission import dsl_user_op, llvm  # noqa: E402
 
@@ -349,12 +348,7 @@ def register_update(h, t, n, c, block_n=32, ahead=1, fence=False, phases=(2, 3, 
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--shapes", default="640x512")
-    parser.add_argument("--reps", type=int, default=7)
-    parser.add_argument("--widths", default="64,32", help="panel widths W: 32, or a pair's 64")
-    parser.add_argument("--columns", default="0,128,256", help="panel columns c")
-    parser.add_argument("--phases", default="234,-", help="phase sets to time, '-' for the copy through registers")
+    parser = case_arguments(__doc__, "64,32", "0,128,256", "234,-")
     parser.add_argument("--strips", default="32:1:0", help="block_n:ahead:fence (0 or 1), comma-separated")
     args = parser.parse_args(argv)
     for h, t, n, c, configurations in update_cases(args):

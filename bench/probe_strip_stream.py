@@ -356,14 +356,9 @@ def streamed_update(h, t, n, c, threads, block_n, phases=(2, 3, 4), direct_store
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--shapes", default="640x512")
-    parser.add_argument("--reps", type=int, default=7)
-    parser.add_argument("--widths", default="32,64", help="panel widths W: 32, or a pair's 64")
-    parser.add_argument("--columns", default="0", help="panel columns c")
+    parser = case_arguments(__doc__, "32,64", "0", "234,23,-")
     parser.add_argument("--threads", default="256,512")
     parser.add_argument("--block-n", default="32,16,8", help="strip widths (those that fit shared memory)")
-    parser.add_argument("--phases", default="234,23,-", help="phase sets to time, '-' for the streamed copy")
     args = parser.parse_args(argv)
     for h, t, n, c, configurations in update_cases(args):
         width = t.shape[-1]
@@ -380,6 +375,18 @@ def main(argv: list[str]) -> int:
                             f"{''.join(map(str, phases)) or '-'}{' direct' if direct else ''}",
                             lambda a=(c, threads, block_n, phases, direct), t=t: streamed_update(h, t, n, *a)))
     return 0
+
+
+def case_arguments(doc: str, widths: str, columns: str, phases: str) -> argparse.ArgumentParser:
+    """A parser of the arguments `update_cases` reads (--shapes, --reps, --widths, --columns) and --phases
+    (`phase_sets`), with these defaults; its description is doc's first paragraph."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    parser.add_argument("--shapes", default="640x512")
+    parser.add_argument("--reps", type=int, default=7)
+    parser.add_argument("--widths", default=widths, help="panel widths W: 32, or a pair's 64")
+    parser.add_argument("--columns", default=columns, help="panel columns c")
+    parser.add_argument("--phases", default=phases, help="phase sets to time (2, 3, 4: the phases), '-': the copy")
+    return parser
 
 
 def phase_sets(text: str) -> list[tuple]:
