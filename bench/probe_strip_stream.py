@@ -355,28 +355,6 @@ def streamed_update(h, t, n, c, threads, block_n, phases=(2, 3, 4), direct_store
     _COMPILED[key](*args, stream)
 
 
-def main(argv: list[str]) -> int:
-    parser = case_arguments(__doc__, "32,64", "0", "234,23,-")
-    parser.add_argument("--threads", default="256,512")
-    parser.add_argument("--block-n", default="32,16,8", help="strip widths (those that fit shared memory)")
-    args = parser.parse_args(argv)
-    for h, t, n, c, configurations in update_cases(args):
-        width = t.shape[-1]
-        for block_n in map(int, args.block_n.split(",")):
-            for threads in map(int, args.threads.split(",")):
-                try:
-                    StreamedStrips(triton.cdiv(n, 64) * 64, width, block_n, threads)
-                except AssertionError:      # no such tiling, or too much shared memory
-                    continue
-                for phases in phase_sets(args.phases):
-                    for direct in (False, True) if 4 in phases else (False,):
-                        configurations.append((
-                            f"streamed BN {block_n} threads {threads} phases "
-                            f"{''.join(map(str, phases)) or '-'}{' direct' if direct else ''}",
-                            lambda a=(c, threads, block_n, phases, direct), t=t: streamed_update(h, t, n, *a)))
-    return 0
-
-
 def case_arguments(doc: str, widths: str, columns: str, phases: str) -> argparse.ArgumentParser:
     """A parser of the arguments `update_cases` reads (--shapes, --reps, --widths, --columns) and --phases
     (`phase_sets`), with these defaults; its description is doc's first paragraph."""
@@ -410,6 +388,28 @@ def update_cases(args):
                 yield h, t, n, c, configurations
                 if not time_configurations(configurations, h, pristine, args.reps, device):
                     sys.exit(1)
+
+
+def main(argv: list[str]) -> int:
+    parser = case_arguments(__doc__, "32,64", "0", "234,23,-")
+    parser.add_argument("--threads", default="256,512")
+    parser.add_argument("--block-n", default="32,16,8", help="strip widths (those that fit shared memory)")
+    args = parser.parse_args(argv)
+    for h, t, n, c, configurations in update_cases(args):
+        width = t.shape[-1]
+        for block_n in map(int, args.block_n.split(",")):
+            for threads in map(int, args.threads.split(",")):
+                try:
+                    StreamedStrips(triton.cdiv(n, 64) * 64, width, block_n, threads)
+                except AssertionError:      # no such tiling, or too much shared memory
+                    continue
+                for phases in phase_sets(args.phases):
+                    for direct in (False, True) if 4 in phases else (False,):
+                        configurations.append((
+                            f"streamed BN {block_n} threads {threads} phases "
+                            f"{''.join(map(str, phases)) or '-'}{' direct' if direct else ''}",
+                            lambda a=(c, threads, block_n, phases, direct), t=t: streamed_update(h, t, n, *a)))
+    return 0
 
 
 if __name__ == "__main__":
