@@ -59,7 +59,6 @@ from submission import WARP, _mma_16816, cute, cutlass, cuda, SmemAllocator  # n
 from submission import dsl_user_op, llvm  # noqa: E402
 
 THREADS = 256           # eight warps
-
 WARPS = THREADS // WARP
 
 
@@ -88,14 +87,14 @@ class RegisterStrips:
                  phases: tuple = (2, 3, 4)):
         assert width in (32, 64) and block_n in (16, 32) and ahead in (1, 2) and rows % (16 * WARPS) == 0
         self.rows = rows
-        # a barrier right after a strip's loads, so that ptxas issues them before phase 2 instead of sinking
-        # them into it
-        self.fence = fence
         self.width = width
         self.block_n = block_n
         self.nt = block_n // 8      # 8-column tiles of a strip (P's n-tiles): a lane's consecutive columns
         self.ct = block_n // 16     # 16-column tiles of a strip (the apply's m-tiles)
         self.ahead = ahead          # strips loaded ahead of the one worked on
+        # a barrier right after a strip's loads, so that ptxas issues them before phase 2 instead of sinking
+        # them into it
+        self.fence = fence
         self.chunks = rows // (16 * WARPS)      # 16-row chunks a warp
         self.phases = phases
 
@@ -269,7 +268,7 @@ class RegisterStrips:
         if warp < self.ct * KS:
             ct = warp // KS
             ks = warp % KS
-            # row m of the tile is strip column 4 (m % 8) + 2 ct + m // 8
+            # row m of the tile is strip column NT (m % 8) + 2 ct + m // 8
             cols = (self.nt * group + 2 * ct, self.nt * group + 2 * ct + 1)
             acc = [[cutlass.Float32(0.0)] * 4 for _ in range(2)]
             for kl in cutlass.range(ks + 1, unroll=1):
