@@ -54,7 +54,8 @@ import triton  # noqa: E402
 
 import submission  # noqa: E402
 from probe_strip import PRODUCTS, _bf16_split2, _copy_async_16, _copy_async_wait  # noqa: E402
-from probe_strip_stream import _ldmatrix_x4, _store_global, case_arguments, phase_sets, update_cases  # noqa: E402
+from probe_strip_stream import (_ldmatrix_x4, _store_global, case_arguments, phase_sets,  # noqa: E402
+                                plane_word, update_cases)
 from submission import WARP, _mma_16816, cute, cutlass, cuda, SmemAllocator  # noqa: E402
 from submission import dsl_user_op, llvm  # noqa: E402
 
@@ -102,15 +103,6 @@ class RegisterStrips:
     def __call__(self, mH: cute.Tensor, mT: cute.Tensor, c: cutlass.Int32, col_lo: cutlass.Int32,
                  col_hi: cutlass.Int32, stream: cuda.CUstream):
         self.kernel(mH, mT, c, col_lo, col_hi).launch(grid=(mH.shape[0], 1, 1), block=(THREADS, 1, 1), stream=stream)
-
-    @cute.jit
-    def _plane_word(self, r, chunk, width):
-        """Word offset of the 16-byte chunk `chunk` of row r in a plane of rows of `width` bf16, swizzled so
-        that eight consecutive rows' chunks fill the 32 banks (rows of 64 bytes: chunk XOR (r / 2) % 4; of
-        128 bytes: chunk XOR r % 8)."""
-        if cutlass.const_expr(width == 32):
-            return r * 16 + (chunk ^ ((r // 2) % 4)) * 4
-        return r * 32 + (chunk ^ (r % 8)) * 4
 
     @cute.jit
     def _load(self, mH, b, c, m, j0, col_hi, warp, lane):
@@ -182,7 +174,7 @@ class RegisterStrips:
                     values[k] = cutlass.Float32(0.0)
                 if col + k == r:
                     values[k] = cutlass.Float32(1.0)
-            word = self._plane_word(r, col // 8, W) + col % 8 // 2
+            word = plane_word(r, col // 8, W) + col % 8 // 2
             for k in cutlass.range_constexpr(2):
                 split = _bf16_split2(values[2 * k], values[2 * k + 1])
                 sHi[word + k] = split[0]
@@ -234,7 +226,7 @@ class RegisterStrips:
                         xs[k][t] = [b0[k], b1[k]]
                 for u in cutlass.range_constexpr(2):
                     mt = 2 * half + u
-                    word = self._plane_word(row0 + v_row, 2 * mt + (lane // 8) % 2, W)
+                    word = plane_word(row0 + v_row, 2 * mt + (lane // 8) % 2, W)
                     v = (_ldmatrix_x4((sHi.iterator + word).toint(), True),
                          _ldmatrix_x4((sLo.iterator + word).toint(), True))
                     for p in cutlass.range_constexpr(len(PRODUCTS)):
@@ -292,7 +284,7 @@ class RegisterStrips:
             for nt in cutlass.range_constexpr(2):
                 for half in cutlass.range_constexpr(2):
                     split = _bf16_split2(acc[nt][2 * half], acc[nt][2 * half + 1])
-                    word = self._plane_word(16 * ct + group + 8 * half, 2 * ks + nt, W) + pair
+                    word = plane_word(16 * ct + group + 8 * half, 2 * ks + nt, W) + pair
                     sZHi[word] = split[0]
                     sZLo[word] = split[1]
         cute.arch.sync_threads()
@@ -310,12 +302,12 @@ class RegisterStrips:
         v_row = lane % 8 + 8 * (lane // 16)
         for ct in cutlass.range_constexpr(self.ct):
             for ks in cutlass.range_constexpr(W // 16):
-                word = self._plane_word(16 * ct + z_row, 2 * ks + lane // 16, W)
+                word = plane_word(16 * ct + z_row, 2 * ks + lane // 16, W)
                 z = (_ldmatrix_x4((sZHi.iterator + word).toint(), False),
                      _ldmatrix_x4((sZLo.iterator + word).toint(), False))
                 for q in cutlass.range_constexpr(self.chunks):
                     row0 = 16 * (warp + WARPS * q)
-                    word = self._plane_word(row0 + v_row, 2 * ks + (lane // 8) % 2, W)
+                    word = plane_word(row0 + v_row, 2 * ks + (lane // 8) % 2, W)
                     v = (_ldmatrix_x4((sHi.iterator + word).toint(), False),
                          _ldmatrix_x4((sLo.iterator + word).toint(), False))
                     for h in cutlass.range_constexpr(2):

@@ -81,6 +81,16 @@ def _store_global(address, values: list, *, loc=None, ip=None):
 SMEM_BYTES = 227 * 1024       # an H100/H200 CTA's shared memory at most
 
 
+@cute.jit
+def plane_word(r, chunk, width: int):
+    """Word offset in a plane of `width` bf16 a row of the 16-byte chunk `chunk` (columns 8 chunk .. + 8) of
+    row r: width / 2 words a row, the chunk swizzled so that any eight consecutive rows' chunks fill the 32
+    banks (rows of 64 bytes: chunk XOR (r / 2) % 4; of 128 bytes: chunk XOR r % 8)."""
+    if cutlass.const_expr(width == 32):
+        return r * 16 + (chunk ^ ((r // 2) % 4)) * 4
+    return r * 32 + (chunk ^ (r % 8)) * 4
+
+
 class StreamedStrips:
     """C := C - V T^T V^T C, C = H[b, c:n, col_lo:col_hi], one CTA a matrix b, BN-column strips in turn.
 
@@ -112,15 +122,6 @@ class StreamedStrips:
                  col_hi: cutlass.Int32, stream: cuda.CUstream):
         self.kernel(mH, mT, c, col_lo, col_hi).launch(
             grid=(mH.shape[0], 1, 1), block=(self.threads, 1, 1), stream=stream)
-
-    @cute.jit
-    def _plane_row(self, r, chunk):
-        """Word offset in a plane of the 16-byte chunk `chunk` (columns 8 chunk .. + 8) of row r: W / 2 words
-        a row, the chunk swizzled so that any eight consecutive rows' chunks fill the 32 banks (rows of 64
-        bytes: chunk XOR (r / 2) % 4; of 128 bytes: chunk XOR r % 8)."""
-        if cutlass.const_expr(self.width == 32):
-            return r * 16 + (chunk ^ ((r // 2) % 4)) * 4
-        return r * 32 + (chunk ^ (r % 8)) * 4
 
     @cute.kernel
     def kernel(self, mH: cute.Tensor, mT: cute.Tensor, c: cutlass.Int32, col_lo: cutlass.Int32,
@@ -170,7 +171,7 @@ class StreamedStrips:
             if 2 * p + 1 == r:
                 x1 = cutlass.Float32(1.0)
             split = _bf16_split2(x0, x1)
-            word = self._plane_row(r, p // 4) + p % 4
+            word = plane_word(r, p // 4, W) + p % 4
             sHi[word] = split[0]
             sLo[word] = split[1]
 
@@ -229,7 +230,7 @@ class StreamedStrips:
         for q0 in cutlass.range(16 * share, 16 * chunks, 32 * self.shares, unroll=1):
             for u in cutlass.range_constexpr(2):
                 q = q0 + 16 * self.shares * u
-                word = self._plane_row(q + v_row, v_chunk)
+                word = plane_word(q + v_row, v_chunk, self.width)
                 v = (_ldmatrix_x4((sHi.iterator + word).toint(), True),
                      _ldmatrix_x4((sLo.iterator + word).toint(), True))
                 x = [[None] * 2 for _ in range(2)]      # x[k][half]: split k of C at rows q + 2t + 8 half + (0, 1)
@@ -297,7 +298,7 @@ class StreamedStrips:
         for q in cutlass.range(16 * warp, 16 * chunks, 16 * warps, unroll=1):
             v = [[None] * KS, [None] * KS]          # v[k][ks]
             for ks in cutlass.range_constexpr(KS):
-                word = self._plane_row(q + v_row, 2 * ks + lane // 16)
+                word = plane_word(q + v_row, 2 * ks + lane // 16, self.width)
                 v[0][ks] = _ldmatrix_x4((sHi.iterator + word).toint(), False)
                 v[1][ks] = _ldmatrix_x4((sLo.iterator + word).toint(), False)
             # the n-tiles' chains interleaved: consecutive mma do not wait on each other
