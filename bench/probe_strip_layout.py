@@ -59,64 +59,121 @@ def _offsets(rows, col0, cols, n, STRIP: tl.constexpr):
 
 
 @triton.jit
-def _load_rows(h_ptr, rows, c, n, col0, cols, STRIP: tl.constexpr, W: tl.constexpr):
+def _load_rows(h_ptr, p_ptr, rows, c, n, col0, cols, col_hi, STRIP: tl.constexpr, W: tl.constexpr,
+               MASKED: tl.constexpr, PLANES: tl.constexpr, HINT: tl.constexpr):
     """V[rows] (unit lower trapezoid of the W columns at c) and C[rows, col0 + cols]; rows outside [c, n)
-    read nothing."""
+    read nothing. V is (hi, lo) bf16 from the planes at p_ptr (rows x W, the triangle selected) with
+    PLANES, else float32 from h. MASKED also masks C's columns at col_hi and V's at n, as main does; HINT
+    is the loads' eviction policy."""
     k = tl.arange(0, W)
     inside = (rows >= c) & (rows < n)
-    v = tl.load(h_ptr + _offsets(rows, c, k, n, STRIP), mask=inside[:, None], other=0.0)
-    v = tl.where(rows[:, None] > (c + k)[None, :], v, tl.where(rows[:, None] == (c + k)[None, :], 1.0, 0.0))
-    tile = tl.load(h_ptr + _offsets(rows, col0, cols, n, STRIP), mask=inside[:, None], other=0.0)
+    c_mask = inside[:, None]
+    if MASKED:
+        c_mask = c_mask & ((col0 + cols) < col_hi)[None, :]
+    tile = tl.load(h_ptr + _offsets(rows, col0, cols, n, STRIP), mask=c_mask, other=0.0, eviction_policy=HINT)
+    if PLANES:
+        plane = p_ptr + rows[:, None] * W + k[None, :]
+        v = (tl.load(plane, mask=inside[:, None], other=0.0), tl.load(plane + n * W, mask=inside[:, None], other=0.0))
+    else:
+        v_mask = inside[:, None]
+        if MASKED:
+            v_mask = v_mask & ((c + k) < n)[None, :]
+        v = tl.load(h_ptr + _offsets(rows, c, k, n, STRIP), mask=v_mask, other=0.0)
+        v = tl.where(rows[:, None] > (c + k)[None, :], v, tl.where(rows[:, None] == (c + k)[None, :], 1.0, 0.0))
     return v, tile
 
 
 @triton.jit
-def _layout_update_kernel(h_ptr, t_ptr, n, c, col_lo, STRIP: tl.constexpr, MODE: tl.constexpr, W: tl.constexpr,
-                          BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
-    """MODE 0: C := C - V T^T V^T C for one tile of columns (C = H[b, c:, col_lo:]) as `_wy_update_kernel`
-    does it, H stored by STRIP. MODE 1: C read and written back. MODE 2: C read twice, written once."""
+def _project_rows(v, tile, acc, PLANES: tl.constexpr):
+    """acc + (V^T C)^T of one row block, 3xBF16 as `_dot_3xbf16`."""
+    if PLANES:
+        return _dot_3xbf16_split(tl.trans(tile), v[0], v[1], acc)
+    else:
+        return _dot_3xbf16(tl.trans(tile), v, acc)
+
+
+@triton.jit
+def _reflect_rows(v, tile, y_big, y_small, PLANES: tl.constexpr):
+    """C - V Y of one row block, 3xBF16 as `_subtract_reflected`."""
+    zero = tl.zeros(tile.shape, dtype=tl.float32)
+    if PLANES:
+        return tile - tl.dot(v[0], y_big, tl.dot(v[1], y_big, tl.dot(v[0], y_small, zero)))
+    else:
+        return tile - _dot_3xbf16_split(v, y_big, y_small, zero)
+
+
+@triton.jit
+def _layout_update_kernel(h_ptr, p_ptr, t_ptr, n, c, col_lo, col_hi, STRIP: tl.constexpr, MODE: tl.constexpr,
+                          W: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, MASKED: tl.constexpr,
+                          PLANES: tl.constexpr, HINTS: tl.constexpr, STAGES: tl.constexpr):
+    """MODE 0: C := C - V T^T V^T C for one tile of columns (C = H[b, c:, col_lo:col_hi]) as
+    `_wy_update_kernel` does it, H stored by STRIP. MODE 1: C read and written back. MODE 2: C read twice,
+    written once. HINTS: the first pass's loads evict last, the second's and the stores first. STAGES 0:
+    the next row block loaded into registers ahead (main's form); else the loops are Triton's
+    software-pipelined `tl.range` of that many stages."""
     pid_n = tl.program_id(0)
     b = tl.program_id(1)
     h_ptr += b.to(tl.int64) * n * n
+    p_ptr += b.to(tl.int64) * 2 * n * W
     t_ptr += b.to(tl.int64) * W * W
     col0 = col_lo + pid_n * BLOCK_N
     cols = tl.arange(0, BLOCK_N)
     k = tl.arange(0, W)
+    first: tl.constexpr = "evict_last" if HINTS else ""
+    second: tl.constexpr = "evict_first" if HINTS else ""
+    store_mask = (col0 + cols < col_hi)[None, :] if MASKED else (cols < BLOCK_N)[None, :]
     if MODE == 1:
         for r0 in range(c, n, BLOCK_M):
             rows = r0 + tl.arange(0, BLOCK_M)
-            v, tile = _load_rows(h_ptr, rows, c, n, col0, cols, STRIP, W)
-            tl.store(h_ptr + _offsets(rows, col0, cols, n, STRIP), tile, mask=(rows < n)[:, None])
+            v, tile = _load_rows(h_ptr, p_ptr, rows, c, n, col0, cols, col_hi, STRIP, W, MASKED, False, "")
+            tl.store(h_ptr + _offsets(rows, col0, cols, n, STRIP), tile, mask=(rows < n)[:, None] & store_mask)
     else:
         acc = tl.zeros((BLOCK_N, W), dtype=tl.float32)
-        rows = c + tl.arange(0, BLOCK_M)
-        v, tile = _load_rows(h_ptr, rows, c, n, col0, cols, STRIP, W)
-        for r0 in range(c + BLOCK_M, n + BLOCK_M, BLOCK_M):
-            rows = r0 + tl.arange(0, BLOCK_M)
-            v_next, tile_next = _load_rows(h_ptr, rows, c, n, col0, cols, STRIP, W)
-            if MODE == 0:
-                acc = _dot_3xbf16(tl.trans(tile), v, acc)
-            else:
-                acc += tl.sum(tile, axis=0)[:, None] + tl.sum(v, axis=0)[None, :]
-            v, tile = v_next, tile_next
+        if STAGES == 0:
+            rows = c + tl.arange(0, BLOCK_M)
+            v, tile = _load_rows(h_ptr, p_ptr, rows, c, n, col0, cols, col_hi, STRIP, W, MASKED, PLANES, first)
+            for r0 in range(c + BLOCK_M, n + BLOCK_M, BLOCK_M):
+                rows = r0 + tl.arange(0, BLOCK_M)
+                v_next, tile_next = _load_rows(h_ptr, p_ptr, rows, c, n, col0, cols, col_hi, STRIP, W, MASKED,
+                                               PLANES, first)
+                if MODE == 0:
+                    acc = _project_rows(v, tile, acc, PLANES)
+                else:
+                    acc += tl.sum(tile, axis=0)[:, None] + tl.sum(v, axis=0)[None, :]
+                v, tile = v_next, tile_next
+        else:
+            for r0 in tl.range(c, n, BLOCK_M, num_stages=STAGES):
+                rows = r0 + tl.arange(0, BLOCK_M)
+                v, tile = _load_rows(h_ptr, p_ptr, rows, c, n, col0, cols, col_hi, STRIP, W, MASKED, PLANES,
+                                     first)
+                acc = _project_rows(v, tile, acc, PLANES)
         t = tl.load(t_ptr + k[:, None] * W + k[None, :])
         if MODE == 0:
             y_big, y_small = _bf16_pair(tl.trans(_times_t(acc, t, W)))
         else:
             y_big, y_small = _bf16_pair(tl.trans(acc * 1e-30))
-        r0 = c + (n - 1 - c) // BLOCK_M * BLOCK_M
-        rows = r0 + tl.arange(0, BLOCK_M)
-        v, tile = _load_rows(h_ptr, rows, c, n, col0, cols, STRIP, W)
-        for _ in range(0, tl.cdiv(n - c, BLOCK_M)):
-            r0 -= BLOCK_M
-            rows_above = r0 + tl.arange(0, BLOCK_M)
-            v_above, tile_above = _load_rows(h_ptr, rows_above, c, n, col0, cols, STRIP, W)
-            if MODE == 0:
-                tile -= _dot_3xbf16_split(v, y_big, y_small, tl.zeros(tile.shape, dtype=tl.float32))
-            else:
-                tile += tl.sum(y_big.to(tl.float32), axis=0)[None, :]
-            tl.store(h_ptr + _offsets(rows, col0, cols, n, STRIP), tile, mask=(rows < n)[:, None])
-            rows, v, tile = rows_above, v_above, tile_above
+        last = c + (n - 1 - c) // BLOCK_M * BLOCK_M
+        if STAGES == 0:
+            rows = last + tl.arange(0, BLOCK_M)
+            v, tile = _load_rows(h_ptr, p_ptr, rows, c, n, col0, cols, col_hi, STRIP, W, MASKED, PLANES, second)
+            for i in range(0, tl.cdiv(n - c, BLOCK_M)):
+                rows_above = last - (i + 1) * BLOCK_M + tl.arange(0, BLOCK_M)
+                v_above, tile_above = _load_rows(h_ptr, p_ptr, rows_above, c, n, col0, cols, col_hi, STRIP, W,
+                                                 MASKED, PLANES, second)
+                if MODE == 0:
+                    tile = _reflect_rows(v, tile, y_big, y_small, PLANES)
+                else:
+                    tile += tl.sum(y_big.to(tl.float32), axis=0)[None, :]
+                tl.store(h_ptr + _offsets(rows, col0, cols, n, STRIP), tile, mask=(rows < n)[:, None] & store_mask,
+                         eviction_policy=second)
+                rows, v, tile = rows_above, v_above, tile_above
+        else:
+            for i in tl.range(0, tl.cdiv(n - c, BLOCK_M), num_stages=STAGES):
+                rows = last - i * BLOCK_M + tl.arange(0, BLOCK_M)
+                v, tile = _load_rows(h_ptr, p_ptr, rows, c, n, col0, cols, col_hi, STRIP, W, MASKED, PLANES,
+                                     second)
+                tl.store(h_ptr + _offsets(rows, col0, cols, n, STRIP), _reflect_rows(v, tile, y_big, y_small, PLANES),
+                         mask=(rows < n)[:, None] & store_mask, eviction_policy=second)
 
 
 def to_layout(h, strip: int):
@@ -138,20 +195,46 @@ def from_layout(x, n: int, strip: int):
     return x.permute(0, 2, 1, 3).reshape(x.shape[0], n, n)
 
 
-def layout_update(x, t, n, c, strip, mode):
-    """`_layout_update_kernel` on every matrix of x (stored by `strip`), columns [c + W, n)."""
-    block_n = submission.TRAIL_BLOCK_N
-    return _layout_update_kernel[(triton.cdiv(n - c - WIDTH, block_n), x.shape[0])](
-        x, t, n, c, c + WIDTH, STRIP=strip, MODE=MODES[mode], W=WIDTH,
-        BLOCK_M=submission._pick(submission.TRAIL_FUSED_BLOCK_M, WIDTH), BLOCK_N=block_n,
-        num_warps=submission.TRAIL_WARPS, num_stages=submission.TRAIL_STAGES)
+VARIANTS = {      # name: the row-major update's options over BASE
+    "base": {},
+    "masked": dict(MASKED=True),
+    "planes": dict(PLANES=True),
+    "hints": dict(HINTS=True),
+    "stages 2": dict(STAGES=2),
+    "stages 3": dict(STAGES=3),
+    "planes stages 2": dict(PLANES=True, STAGES=2),
+    "BN 32": dict(BLOCK_N=32),
+    "BM 32": dict(BLOCK_M=32),
+    "8 warps": dict(num_warps=8),
+    "planes BM 32": dict(PLANES=True, BLOCK_M=32),
+}
+BASE = dict(MASKED=False, PLANES=False, HINTS=False, STAGES=0, BLOCK_N=submission.TRAIL_BLOCK_N,
+            BLOCK_M=submission._pick(submission.TRAIL_FUSED_BLOCK_M, WIDTH), num_warps=submission.TRAIL_WARPS)
+
+
+def layout_update(x, planes, t, n, c, strip, mode, **options):
+    """`_layout_update_kernel` on every matrix of x (stored by `strip`), columns [c + W, n), with BASE's
+    options but those given; planes: V's (batch x 2 x n x W bf16) for PLANES."""
+    options = {**BASE, **options}
+    return _layout_update_kernel[(triton.cdiv(n - c - WIDTH, options["BLOCK_N"]), x.shape[0])](
+        x, planes, t, n, c, c + WIDTH, n, STRIP=strip, MODE=MODES[mode], W=WIDTH, **options)
+
+
+def reflector_planes(h, c: int):
+    """V's bf16 planes (hi, lo) of the W columns at c: batch x 2 x n x W, rows above c zero."""
+    n = h.shape[-1]
+    v = h[:, :, c:c + WIDTH].tril(-c - 1)
+    v[:, c + torch.arange(WIDTH), torch.arange(WIDTH)] = 1.0
+    hi = v.bfloat16()
+    return torch.stack((hi, (v - hi.float()).bfloat16()), dim=1).contiguous()
 
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--shapes", default="640x512")
     parser.add_argument("--columns", default="0,128,256,384", help="pair columns c (multiples of 64)")
-    parser.add_argument("--layouts", default="0,1,64,128", help="STRIP values (module docstring)")
+    parser.add_argument("--layouts", default="0,1,64,128", help="STRIP values (module docstring), '' for none")
+    parser.add_argument("--variants", default=",".join(VARIANTS), help="row-major update variants, '' for none")
     parser.add_argument("--reps", type=int, default=7)
     args = parser.parse_args(argv)
     device = torch.device("cuda")
@@ -167,21 +250,23 @@ def main(argv: list[str]) -> int:
             median = median_us(lambda: main_update(h, t, n, c), lambda: h.copy_(pristine), args.reps, device,
                                queued=True)
             print(f"{'main fused (row-major)':36s} {median:9.1f} us   {kernel.n_regs} regs", flush=True)
-            for strip in map(int, args.layouts.split(",")):
+            planes = reflector_planes(pristine, c)
+            cases = [(f"layout {strip} {mode}", strip, mode, {}) for strip in map(int, filter(None, args.layouts.split(",")))
+                     for mode in MODES]
+            cases += [(f"row-major {name}", 0, "update", VARIANTS[name]) for name in filter(None, args.variants.split(","))]
+            for name, strip, mode, options in cases:
                 source = to_layout(pristine, strip)
                 x = source.clone()
-                for mode in MODES:
-                    x.copy_(source)
-                    kernel = layout_update(x, t, n, c, strip, mode)
-                    torch.cuda.synchronize()
-                    check = ""
-                    if mode == "update":
-                        diff = (from_layout(x, n, strip) - expected).abs().max().item() / size
-                        check = f", diff {diff:.1e} of the update"
-                    median = median_us(lambda: layout_update(x, t, n, c, strip, mode), lambda: x.copy_(source),
-                                       args.reps, device, queued=True)
-                    print(f"{f'layout {strip} {mode}':36s} {median:9.1f} us   {kernel.n_regs} regs{check}",
-                          flush=True)
+                kernel = layout_update(x, planes, t, n, c, strip, mode, **options)
+                torch.cuda.synchronize()
+                check = ""
+                if mode == "update":
+                    diff = (from_layout(x, n, strip) - expected).abs().max().item() / size
+                    check = f", diff {diff:.1e} of the update"
+                median = median_us(lambda: layout_update(x, planes, t, n, c, strip, mode, **options),
+                                   lambda: x.copy_(source), args.reps, device, queued=True)
+                print(f"{name:36s} {median:9.1f} us   {kernel.n_regs} regs, {kernel.n_spills} spills{check}",
+                      flush=True)
             flat = torch.empty(batch * (n - c) * (n - c - WIDTH), device=device)
             median = median_us(lambda: flat.mul_(1.0), lambda: None, args.reps, device, queued=True)
             print(f"{'contiguous copy, as many floats':36s} {median:9.1f} us", flush=True)
