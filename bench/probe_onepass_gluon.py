@@ -1,0 +1,179 @@
+"""A trailing update that reads its column strip once: the strip staged whole in shared memory by TMA,
+the products on wgmma (Gluon), against main's (GPU).
+
+    python bench/probe_onepass_gluon.py [--shapes 640x512] [--columns 0,128,256,384] [--block-n 64,32]
+        [--phases 234,-] [--reps 7]
+
+Main's fused update reads C = H[b, c:n, cols] twice (V^T C, then C - V Y),
+and the second read comes from DRAM: at 640x512, c = 0, W = 64 a program
+of its tiles that only reads C twice and writes it once takes ~400 us, one
+that reads it once ~300, the update ~530 (`probe_strip_layout.py`). The
+earlier one-pass probes held V's planes in shared memory and the strip in
+registers or in a two-strip ring, one CTA an SM, loads by thread; their
+copies alone took 400-670 us. Here V stays in global memory (L2), as in
+main's kernel, and one CTA (one warpgroup) updates one column tile:
+
+1. every row block of the strip (BM x BN floats) is requested by TMA at
+   once, each on its own mbarrier, into a strip of m / BM slots;
+2. P = V^T C block by block as the slots arrive: V's block loaded from
+   global memory and split into bf16 planes in shared memory, C's block
+   split likewise, three wgmma (3xBF16, A = V^T through a transposed view);
+3. Y = T^T P (three wgmma), and -Y's planes for the apply;
+4. block by block, C + V (-Y) on wgmma with the accumulator started from
+   the slot, written back into the slot and stored by TMA.
+
+Phases "-" (the copy): the slots are waited for and stored back unchanged,
+no products: the floor of this structure. Rows must come in whole blocks
+((n - c) % BM == 0) and W is a pair's 64. Each configuration is checked
+against main's fused update and timed alone (h restored, L2 flushed, queued
+behind a GPU sleep, the median of `reps`).
+"""
+import os
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ["QR_SKIP_PRECOMPILE"] = "1"
+
+import triton  # noqa: E402
+from triton.experimental import gluon  # noqa: E402
+from triton.experimental.gluon import language as gl  # noqa: E402
+from triton.experimental.gluon.language.nvidia.hopper import (  # noqa: E402
+    fence_async_shared, mbarrier, tma, warpgroup_mma)
+from triton.experimental.gluon.nvidia.hopper import TensorDescriptor  # noqa: E402
+
+from probe_strip_stream import case_arguments, phase_sets, update_cases  # noqa: E402
+from probe_ws_update import _split, _unit_lower  # noqa: E402
+
+WARPS = 4          # one warpgroup
+BLOCK_M = 64       # rows of a strip slot, and wgmma's M
+
+
+@gluon.jit
+def _reflector_planes(h_ptr, r0, c, n, v_hi, v_lo, W: gl.constexpr, BM: gl.constexpr, LAYOUT: gl.constexpr):
+    """V's rows [r0, r0 + BM) (unit lower trapezoid of the W columns at c) split into the planes v_hi, v_lo."""
+    rows = r0 + gl.arange(0, BM, layout=gl.SliceLayout(1, LAYOUT))
+    k = c + gl.arange(0, W, layout=gl.SliceLayout(0, LAYOUT))
+    inside = gl.expand_dims(rows < n, 1) & gl.expand_dims(k < n, 0)
+    v = gl.load(h_ptr + gl.expand_dims(rows, 1) * n + gl.expand_dims(k, 0), mask=inside, other=0.0)
+    hi, lo = _split(_unit_lower(v, r0, c, n, gl.SliceLayout(1, LAYOUT), gl.SliceLayout(0, LAYOUT), BM, W))
+    v_hi.store(hi)
+    v_lo.store(lo)
+
+
+@gluon.jit
+def _store_planes(x, x_hi, x_lo):
+    """x's bf16 planes into x_hi, x_lo."""
+    hi, lo = _split(x)
+    x_hi.store(hi)
+    x_lo.store(lo)
+
+
+@gluon.jit
+def _mma3(a_hi, a_lo, b_hi, b_lo, acc):
+    """acc + a b on wgmma from the operands' bf16 planes in shared memory (3xBF16, lo x lo dropped)."""
+    acc = warpgroup_mma(a_lo, b_hi, acc)
+    acc = warpgroup_mma(a_hi, b_lo, acc)
+    return warpgroup_mma(a_hi, b_hi, acc)
+
+
+@gluon.jit
+def onepass_update_kernel(h_desc, h_ptr, t_ptr, n, c, col_lo,
+                          W: gl.constexpr, BM: gl.constexpr, BN: gl.constexpr, SLOTS: gl.constexpr,
+                          PRODUCTS: gl.constexpr):
+    """C[:, cols] := C - V T^T V^T C for one column tile (C = H[b, c:, col_lo:]), C read once (module
+    docstring); without PRODUCTS C is read and stored back unchanged."""
+    gl.static_assert(BM == W, "T^T's planes take V's buffers")
+    pid_n = gl.program_id(0)
+    b = gl.program_id(1)
+    col0 = col_lo + pid_n * BN
+    row0 = b * n + c
+    blocks = (n - c) // BM
+    h_ptr += b.to(gl.int64) * n * n
+    t_ptr += b.to(gl.int64) * W * W
+
+    acc_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
+                                                         instr_shape=[16, BN, 16])
+    rows_layout: gl.constexpr = gl.BlockedLayout([1, 4], [4, 8], [4, 1], [1, 0])
+    v_planes: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BM, W], gl.bfloat16)
+    c_planes: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BM, BN], gl.bfloat16)
+    p_planes: gl.constexpr = gl.NVMMASharedLayout.get_default_for([W, BN], gl.bfloat16)
+
+    strip = gl.allocate_shared_memory(gl.float32, [SLOTS, BM, BN], h_desc.layout)
+    arrived = gl.allocate_shared_memory(gl.int64, [SLOTS, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(SLOTS):
+        mbarrier.init(arrived.index(i), count=1)
+    for i in range(blocks):
+        mbarrier.expect(arrived.index(i), h_desc.block_type.nbytes)
+        tma.async_copy_global_to_shared(h_desc, [row0 + i * BM, col0], arrived.index(i), strip.index(i))
+
+    if PRODUCTS:
+        v_hi = gl.allocate_shared_memory(gl.bfloat16, [BM, W], v_planes)
+        v_lo = gl.allocate_shared_memory(gl.bfloat16, [BM, W], v_planes)
+        x_hi = gl.allocate_shared_memory(gl.bfloat16, [BM, BN], c_planes)
+        x_lo = gl.allocate_shared_memory(gl.bfloat16, [BM, BN], c_planes)
+        y_hi = gl.allocate_shared_memory(gl.bfloat16, [W, BN], p_planes)
+        y_lo = gl.allocate_shared_memory(gl.bfloat16, [W, BN], p_planes)
+
+        # ----- P := V^T C, slot by slot as they arrive -----
+        p = gl.zeros([W, BN], gl.float32, acc_layout)
+        for i in range(blocks):
+            _reflector_planes(h_ptr, c + i * BM, c, n, v_hi, v_lo, W, BM, rows_layout)
+            mbarrier.wait(arrived.index(i), 0)
+            _store_planes(strip.index(i).load(rows_layout), x_hi, x_lo)
+            fence_async_shared()
+            p = _mma3(v_hi.permute((1, 0)), v_lo.permute((1, 0)), x_hi, x_lo, p)
+
+        # ----- -Y := -T^T P (T^T's planes in V's: BM = W) -----
+        k_row = gl.arange(0, W, layout=gl.SliceLayout(1, rows_layout))
+        k_col = gl.arange(0, W, layout=gl.SliceLayout(0, rows_layout))
+        _store_planes(gl.load(t_ptr + gl.expand_dims(k_col, 0) * W + gl.expand_dims(k_row, 1)), v_hi, v_lo)
+        _store_planes(p, y_hi, y_lo)
+        fence_async_shared()
+        y = _mma3(v_hi, v_lo, y_hi, y_lo, gl.zeros([W, BN], gl.float32, acc_layout))
+        _store_planes(-y, y_hi, y_lo)
+        fence_async_shared()
+
+        # ----- C := C + V (-Y), slot by slot, stored by TMA -----
+        for i in range(blocks):
+            _reflector_planes(h_ptr, c + i * BM, c, n, v_hi, v_lo, W, BM, rows_layout)
+            fence_async_shared()
+            out = _mma3(v_hi, v_lo, y_hi, y_lo, strip.index(i).load(acc_layout))
+            strip.index(i).store(out)
+            fence_async_shared()
+            tma.async_copy_shared_to_global(h_desc, [row0 + i * BM, col0], strip.index(i))
+    else:
+        for i in range(blocks):
+            mbarrier.wait(arrived.index(i), 0)
+            tma.async_copy_shared_to_global(h_desc, [row0 + i * BM, col0], strip.index(i))
+    tma.store_wait(pendings=0)
+
+
+def onepass_update(h, t, n, c, block_n, products):
+    """Update columns [c + W, n) of every matrix of h by the pair at c (V from h, T = t, W x W)."""
+    batch, width = h.shape[0], t.shape[-1]
+    assert (n - c) % BLOCK_M == 0 and (n - c - width) % block_n == 0, "whole row blocks and column tiles"
+    layout = gl.NVMMASharedLayout.get_default_for([BLOCK_M, block_n], gl.float32)
+    desc = TensorDescriptor(h.view(batch * n, n), [batch * n, n], [n, 1], [BLOCK_M, block_n], layout)
+    return onepass_update_kernel[((n - c - width) // block_n, batch)](
+        desc, h, t, n, c, c + width, W=width, BM=BLOCK_M, BN=block_n, SLOTS=triton.cdiv(n, BLOCK_M),
+        PRODUCTS=products, num_warps=WARPS)
+
+
+def main(argv: list[str]) -> int:
+    parser = case_arguments(__doc__, "64", "0,128,256,384", "234,-")
+    parser.add_argument("--block-n", default="64,32", help="columns of a tile")
+    args = parser.parse_args(argv)
+    for h, t, n, c, configurations in update_cases(args):
+        for block_n in map(int, args.block_n.split(",")):
+            for phases in phase_sets(args.phases):
+                configurations.append((
+                    f"one pass BN {block_n} phases {''.join(map(str, phases)) or '-'}",
+                    lambda block_n=block_n, products=bool(phases), t=t, c=c: onepass_update(h, t, n, c, block_n,
+                                                                                            products)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
