@@ -36,6 +36,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ["QR_SKIP_PRECOMPILE"] = "1"
 
+import torch  # noqa: E402
 import triton  # noqa: E402
 from triton.experimental import gluon  # noqa: E402
 from triton.experimental.gluon import language as gl  # noqa: E402
@@ -79,12 +80,24 @@ def _mma3(a_hi, a_lo, b_hi, b_lo, acc):
 
 
 @gluon.jit
-def onepass_update_kernel(h_desc, h_ptr, t_ptr, n, c, col_lo,
+def _refill(v_desc, v_hi, v_lo, ready, s, total, b, n, c, blocks, BM: gl.constexpr, STAGES: gl.constexpr):
+    """Ask TMA for V's planes of use s (row block s % blocks; uses 0 .. total - 1) into ring stage s % STAGES."""
+    if s < total:
+        stage = s % STAGES
+        r = c + (s % blocks) * BM
+        mbarrier.expect(ready.index(stage), 2 * v_desc.block_type.nbytes)
+        tma.async_copy_global_to_shared(v_desc, [2 * b * n + r, 0], ready.index(stage), v_hi.index(stage))
+        tma.async_copy_global_to_shared(v_desc, [(2 * b + 1) * n + r, 0], ready.index(stage), v_lo.index(stage))
+
+
+@gluon.jit
+def onepass_update_kernel(h_desc, v_desc, h_ptr, t_ptr, n, c, col_lo,
                           W: gl.constexpr, BM: gl.constexpr, BN: gl.constexpr, SLOTS: gl.constexpr,
-                          PRODUCTS: gl.constexpr):
+                          PRODUCTS: gl.constexpr, PLANES: gl.constexpr, STAGES: gl.constexpr):
     """C[:, cols] := C - V T^T V^T C for one column tile (C = H[b, c:, col_lo:]), C read once (module
-    docstring); without PRODUCTS C is read and stored back unchanged."""
-    gl.static_assert(BM == W, "T^T's planes take V's buffers")
+    docstring); without PRODUCTS C is read and stored back unchanged. With PLANES, V's planes come by TMA
+    (v_desc: batch x 2 x n x W bf16 seen as rows of W) through a ring of STAGES, a row block's use at a
+    time, the next STAGES - 1 in flight; otherwise each row block of V is loaded from h and split."""
     pid_n = gl.program_id(0)
     b = gl.program_id(1)
     col0 = col_lo + pid_n * BN
@@ -99,6 +112,7 @@ def onepass_update_kernel(h_desc, h_ptr, t_ptr, n, c, col_lo,
     v_planes: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BM, W], gl.bfloat16)
     c_planes: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BM, BN], gl.bfloat16)
     p_planes: gl.constexpr = gl.NVMMASharedLayout.get_default_for([W, BN], gl.bfloat16)
+    t_planes: gl.constexpr = gl.NVMMASharedLayout.get_default_for([W, W], gl.bfloat16)
 
     strip = gl.allocate_shared_memory(gl.float32, [SLOTS, BM, BN], h_desc.layout)
     arrived = gl.allocate_shared_memory(gl.int64, [SLOTS, 1], mbarrier.MBarrierLayout())
@@ -109,40 +123,63 @@ def onepass_update_kernel(h_desc, h_ptr, t_ptr, n, c, col_lo,
         tma.async_copy_global_to_shared(h_desc, [row0 + i * BM, col0], arrived.index(i), strip.index(i))
 
     if PRODUCTS:
-        v_hi = gl.allocate_shared_memory(gl.bfloat16, [BM, W], v_planes)
-        v_lo = gl.allocate_shared_memory(gl.bfloat16, [BM, W], v_planes)
+        v_hi = gl.allocate_shared_memory(gl.bfloat16, [STAGES, BM, W], v_planes)
+        v_lo = gl.allocate_shared_memory(gl.bfloat16, [STAGES, BM, W], v_planes)
+        v_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
         x_hi = gl.allocate_shared_memory(gl.bfloat16, [BM, BN], c_planes)
         x_lo = gl.allocate_shared_memory(gl.bfloat16, [BM, BN], c_planes)
         y_hi = gl.allocate_shared_memory(gl.bfloat16, [W, BN], p_planes)
         y_lo = gl.allocate_shared_memory(gl.bfloat16, [W, BN], p_planes)
+        t_hi = gl.allocate_shared_memory(gl.bfloat16, [W, W], t_planes)
+        t_lo = gl.allocate_shared_memory(gl.bfloat16, [W, W], t_planes)
+        if PLANES:
+            for st in gl.static_range(STAGES):
+                mbarrier.init(v_ready.index(st), count=1)
+            for first in gl.static_range(STAGES - 1):
+                _refill(v_desc, v_hi, v_lo, v_ready, first, 2 * blocks, b, n, c, blocks, BM, STAGES)
 
         # ----- P := V^T C, slot by slot as they arrive -----
         p = gl.zeros([W, BN], gl.float32, acc_layout)
         for i in range(blocks):
-            _reflector_planes(h_ptr, c + i * BM, c, n, v_hi, v_lo, W, BM, rows_layout)
+            stage = i % STAGES
+            if PLANES:
+                _refill(v_desc, v_hi, v_lo, v_ready, i + STAGES - 1, 2 * blocks, b, n, c, blocks, BM, STAGES)
+                mbarrier.wait(v_ready.index(stage), (i // STAGES) & 1)
+            else:
+                _reflector_planes(h_ptr, c + i * BM, c, n, v_hi.index(stage), v_lo.index(stage), W, BM,
+                                  rows_layout)
             mbarrier.wait(arrived.index(i), 0)
             _store_planes(strip.index(i).load(rows_layout), x_hi, x_lo)
             fence_async_shared()
-            p = _mma3(v_hi.permute((1, 0)), v_lo.permute((1, 0)), x_hi, x_lo, p)
+            p = _mma3(v_hi.index(stage).permute((1, 0)), v_lo.index(stage).permute((1, 0)), x_hi, x_lo, p)
+            gl.thread_barrier()
 
-        # ----- -Y := -T^T P (T^T's planes in V's: BM = W) -----
+        # ----- -Y := -T^T P -----
         k_row = gl.arange(0, W, layout=gl.SliceLayout(1, rows_layout))
         k_col = gl.arange(0, W, layout=gl.SliceLayout(0, rows_layout))
-        _store_planes(gl.load(t_ptr + gl.expand_dims(k_col, 0) * W + gl.expand_dims(k_row, 1)), v_hi, v_lo)
+        _store_planes(gl.load(t_ptr + gl.expand_dims(k_col, 0) * W + gl.expand_dims(k_row, 1)), t_hi, t_lo)
         _store_planes(p, y_hi, y_lo)
         fence_async_shared()
-        y = _mma3(v_hi, v_lo, y_hi, y_lo, gl.zeros([W, BN], gl.float32, acc_layout))
+        y = _mma3(t_hi, t_lo, y_hi, y_lo, gl.zeros([W, BN], gl.float32, acc_layout))
         _store_planes(-y, y_hi, y_lo)
         fence_async_shared()
 
         # ----- C := C + V (-Y), slot by slot, stored by TMA -----
         for i in range(blocks):
-            _reflector_planes(h_ptr, c + i * BM, c, n, v_hi, v_lo, W, BM, rows_layout)
-            fence_async_shared()
-            out = _mma3(v_hi, v_lo, y_hi, y_lo, strip.index(i).load(acc_layout))
+            use = blocks + i
+            stage = use % STAGES
+            if PLANES:
+                _refill(v_desc, v_hi, v_lo, v_ready, use + STAGES - 1, 2 * blocks, b, n, c, blocks, BM, STAGES)
+                mbarrier.wait(v_ready.index(stage), (use // STAGES) & 1)
+            else:
+                _reflector_planes(h_ptr, c + i * BM, c, n, v_hi.index(stage), v_lo.index(stage), W, BM,
+                                  rows_layout)
+                fence_async_shared()
+            out = _mma3(v_hi.index(stage), v_lo.index(stage), y_hi, y_lo, strip.index(i).load(acc_layout))
             strip.index(i).store(out)
             fence_async_shared()
             tma.async_copy_shared_to_global(h_desc, [row0 + i * BM, col0], strip.index(i))
+            gl.thread_barrier()
     else:
         for i in range(blocks):
             mbarrier.wait(arrived.index(i), 0)
@@ -150,28 +187,59 @@ def onepass_update_kernel(h_desc, h_ptr, t_ptr, n, c, col_lo,
     tma.store_wait(pendings=0)
 
 
-def onepass_update(h, t, n, c, block_n, products):
-    """Update columns [c + W, n) of every matrix of h by the pair at c (V from h, T = t, W x W)."""
+def reflector_planes(h, t, c: int):
+    """V's bf16 planes (hi, lo) of the pair at c, batch x 2 x n x W, rows above c zero (what a panel
+    writing them would give)."""
+    width = t.shape[-1]
+    v = h[:, :, c:c + width].tril(-c - 1)
+    v[:, c + torch.arange(width), torch.arange(width)] = 1.0
+    hi = v.bfloat16()
+    return torch.stack((hi, (v - hi.float()).bfloat16()), dim=1).contiguous()
+
+
+def onepass_update(h, t, n, c, block_n, products, planes=None, stages=1):
+    """Update columns [c + W, n) of every matrix of h by the pair at c (V from h, or its planes `planes`
+    through a ring of `stages`; T = t, W x W)."""
     batch, width = h.shape[0], t.shape[-1]
     assert (n - c) % BLOCK_M == 0 and (n - c - width) % block_n == 0, "whole row blocks and column tiles"
     layout = gl.NVMMASharedLayout.get_default_for([BLOCK_M, block_n], gl.float32)
-    desc = TensorDescriptor(h.view(batch * n, n), [batch * n, n], [n, 1], [BLOCK_M, block_n], layout)
+    h_desc = TensorDescriptor(h.view(batch * n, n), [batch * n, n], [n, 1], [BLOCK_M, block_n], layout)
+    v_desc = h_desc
+    if planes is not None:
+        v_layout = gl.NVMMASharedLayout.get_default_for([BLOCK_M, width], gl.bfloat16)
+        v_desc = TensorDescriptor(planes.view(-1, width), [2 * batch * n, width], [width, 1], [BLOCK_M, width],
+                                  v_layout)
     return onepass_update_kernel[((n - c - width) // block_n, batch)](
-        desc, h, t, n, c, c + width, W=width, BM=BLOCK_M, BN=block_n, SLOTS=triton.cdiv(n, BLOCK_M),
-        PRODUCTS=products, num_warps=WARPS)
+        h_desc, v_desc, h, t, n, c, c + width, W=width, BM=BLOCK_M, BN=block_n, SLOTS=triton.cdiv(n, BLOCK_M),
+        PRODUCTS=products, PLANES=planes is not None, STAGES=stages, num_warps=WARPS)
 
 
 def main(argv: list[str]) -> int:
     parser = case_arguments(__doc__, "64", "0,128,256,384", "234,-")
     parser.add_argument("--block-n", default="64,32", help="columns of a tile")
+    parser.add_argument("--stages", default="0,2,3", help="V's sources: 0 split from h, S planes by a ring of S")
     args = parser.parse_args(argv)
     for h, t, n, c, configurations in update_cases(args):
+        made = {}
+
+        def planes(t=t, c=c):
+            """V's planes, made from h at the first launch (h is pristine then; V's columns change later)."""
+            if c not in made:
+                made[c] = reflector_planes(h, t, c)
+            return made[c]
+
         for block_n in map(int, args.block_n.split(",")):
             for phases in phase_sets(args.phases):
-                configurations.append((
-                    f"one pass BN {block_n} phases {''.join(map(str, phases)) or '-'}",
-                    lambda block_n=block_n, products=bool(phases), t=t, c=c: onepass_update(h, t, n, c, block_n,
-                                                                                            products)))
+                if not phases:
+                    configurations.append((f"one pass BN {block_n} phases -", lambda block_n=block_n, t=t, c=c:
+                                           onepass_update(h, t, n, c, block_n, False)))
+                    continue
+                for stages in map(int, args.stages.split(",")):
+                    source = f"planes ring {stages}" if stages else "V split"
+                    configurations.append((
+                        f"one pass BN {block_n} {source} phases 234",
+                        lambda block_n=block_n, stages=stages, t=t, c=c: onepass_update(
+                            h, t, n, c, block_n, True, planes() if stages else None, max(stages, 1))))
     return 0
 
 
