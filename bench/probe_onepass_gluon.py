@@ -80,31 +80,44 @@ def _mma3(a_hi, a_lo, b_hi, b_lo, acc):
 
 
 @gluon.jit
-def _refill(v_desc, v_hi, v_lo, ready, s, total, b, n, c, blocks, BM: gl.constexpr, STAGES: gl.constexpr):
-    """Ask TMA for V's planes of use s (row block s % blocks; uses 0 .. total - 1) into ring stage s % STAGES."""
-    if s < total:
-        stage = s % STAGES
-        r = c + (s % blocks) * BM
+def _request_block(h_desc, strip, arrived, tile, i, tiles, tiles_n, n, c, col_lo, BM: gl.constexpr,
+                   BN: gl.constexpr):
+    """Ask TMA for row block i of column tile `tile`'s strip (none past the last tile) into slot i."""
+    if tile < tiles:
+        b = tile // tiles_n
+        col0 = col_lo + (tile % tiles_n) * BN
+        mbarrier.expect(arrived.index(i), h_desc.block_type.nbytes)
+        tma.async_copy_global_to_shared(h_desc, [b * n + c + i * BM, col0], arrived.index(i), strip.index(i))
+
+
+@gluon.jit
+def _refill(v_desc, v_hi, v_lo, ready, use, pid, programs, tiles, tiles_n, n, c, blocks, BM: gl.constexpr,
+            STAGES: gl.constexpr):
+    """Ask TMA for V's planes of the program's use `use` into ring stage use % STAGES: a tile takes 2 blocks
+    uses, row blocks 0 .. blocks - 1 twice; the program's k-th tile is pid + k programs."""
+    tile = pid + use // (2 * blocks) * programs
+    if tile < tiles:
+        b = tile // tiles_n
+        r = c + use % (2 * blocks) % blocks * BM
+        stage = use % STAGES
         mbarrier.expect(ready.index(stage), 2 * v_desc.block_type.nbytes)
         tma.async_copy_global_to_shared(v_desc, [2 * b * n + r, 0], ready.index(stage), v_hi.index(stage))
         tma.async_copy_global_to_shared(v_desc, [(2 * b + 1) * n + r, 0], ready.index(stage), v_lo.index(stage))
 
 
 @gluon.jit
-def onepass_update_kernel(h_desc, v_desc, h_ptr, t_ptr, n, c, col_lo,
+def onepass_update_kernel(h_desc, v_desc, h_ptr, t_ptr, n, c, col_lo, tiles_n, tiles,
                           W: gl.constexpr, BM: gl.constexpr, BN: gl.constexpr, SLOTS: gl.constexpr,
                           PRODUCTS: gl.constexpr, PLANES: gl.constexpr, STAGES: gl.constexpr):
-    """C[:, cols] := C - V T^T V^T C for one column tile (C = H[b, c:, col_lo:]), C read once (module
-    docstring); without PRODUCTS C is read and stored back unchanged. With PLANES, V's planes come by TMA
-    (v_desc: batch x 2 x n x W bf16 seen as rows of W) through a ring of STAGES, a row block's use at a
-    time, the next STAGES - 1 in flight; otherwise each row block of V is loaded from h and split."""
-    pid_n = gl.program_id(0)
-    b = gl.program_id(1)
-    col0 = col_lo + pid_n * BN
-    row0 = b * n + c
+    """C[:, cols] := C - V T^T V^T C for the column tiles pid, pid + programs, ... (tile = b tiles_n + j:
+    matrix b's columns col_lo + j BN ..), C = H[b, c:, col_lo:], C read once (module docstring); without
+    PRODUCTS C is read and stored back unchanged. As a tile's slots are stored, the program's next tile
+    is requested into them. With PLANES, V's planes come by TMA (v_desc: batch x 2 x n x W bf16 seen as
+    rows of W) through a ring of STAGES, the next STAGES - 1 uses in flight; otherwise each row block of
+    V is loaded from h and split."""
+    pid = gl.program_id(0)
+    programs = gl.num_programs(0)
     blocks = (n - c) // BM
-    h_ptr += b.to(gl.int64) * n * n
-    t_ptr += b.to(gl.int64) * W * W
 
     acc_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
                                                          instr_shape=[16, BN, 16])
@@ -116,75 +129,88 @@ def onepass_update_kernel(h_desc, v_desc, h_ptr, t_ptr, n, c, col_lo,
 
     strip = gl.allocate_shared_memory(gl.float32, [SLOTS, BM, BN], h_desc.layout)
     arrived = gl.allocate_shared_memory(gl.int64, [SLOTS, 1], mbarrier.MBarrierLayout())
+    v_hi = gl.allocate_shared_memory(gl.bfloat16, [STAGES, BM, W], v_planes)
+    v_lo = gl.allocate_shared_memory(gl.bfloat16, [STAGES, BM, W], v_planes)
+    v_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    x_hi = gl.allocate_shared_memory(gl.bfloat16, [BM, BN], c_planes)
+    x_lo = gl.allocate_shared_memory(gl.bfloat16, [BM, BN], c_planes)
+    y_hi = gl.allocate_shared_memory(gl.bfloat16, [W, BN], p_planes)
+    y_lo = gl.allocate_shared_memory(gl.bfloat16, [W, BN], p_planes)
+    t_hi = gl.allocate_shared_memory(gl.bfloat16, [W, W], t_planes)
+    t_lo = gl.allocate_shared_memory(gl.bfloat16, [W, W], t_planes)
     for i in gl.static_range(SLOTS):
         mbarrier.init(arrived.index(i), count=1)
+    for st in gl.static_range(STAGES):
+        mbarrier.init(v_ready.index(st), count=1)
     for i in range(blocks):
-        mbarrier.expect(arrived.index(i), h_desc.block_type.nbytes)
-        tma.async_copy_global_to_shared(h_desc, [row0 + i * BM, col0], arrived.index(i), strip.index(i))
+        _request_block(h_desc, strip, arrived, pid, i, tiles, tiles_n, n, c, col_lo, BM, BN)
+    if PRODUCTS and PLANES:
+        for first in gl.static_range(STAGES - 1):
+            _refill(v_desc, v_hi, v_lo, v_ready, first, pid, programs, tiles, tiles_n, n, c, blocks, BM, STAGES)
 
-    if PRODUCTS:
-        v_hi = gl.allocate_shared_memory(gl.bfloat16, [STAGES, BM, W], v_planes)
-        v_lo = gl.allocate_shared_memory(gl.bfloat16, [STAGES, BM, W], v_planes)
-        v_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-        x_hi = gl.allocate_shared_memory(gl.bfloat16, [BM, BN], c_planes)
-        x_lo = gl.allocate_shared_memory(gl.bfloat16, [BM, BN], c_planes)
-        y_hi = gl.allocate_shared_memory(gl.bfloat16, [W, BN], p_planes)
-        y_lo = gl.allocate_shared_memory(gl.bfloat16, [W, BN], p_planes)
-        t_hi = gl.allocate_shared_memory(gl.bfloat16, [W, W], t_planes)
-        t_lo = gl.allocate_shared_memory(gl.bfloat16, [W, W], t_planes)
-        if PLANES:
-            for st in gl.static_range(STAGES):
-                mbarrier.init(v_ready.index(st), count=1)
-            for first in gl.static_range(STAGES - 1):
-                _refill(v_desc, v_hi, v_lo, v_ready, first, 2 * blocks, b, n, c, blocks, BM, STAGES)
+    for tile in range(pid, tiles, programs):
+        k = (tile - pid) // programs                # the program's k-th tile
+        b = tile // tiles_n
+        col0 = col_lo + (tile % tiles_n) * BN
+        row0 = b * n + c
+        matrix = h_ptr + b.to(gl.int64) * n * n
+        first_use = 2 * blocks * k
 
         # ----- P := V^T C, slot by slot as they arrive -----
         p = gl.zeros([W, BN], gl.float32, acc_layout)
         for i in range(blocks):
-            stage = i % STAGES
-            if PLANES:
-                _refill(v_desc, v_hi, v_lo, v_ready, i + STAGES - 1, 2 * blocks, b, n, c, blocks, BM, STAGES)
-                mbarrier.wait(v_ready.index(stage), (i // STAGES) & 1)
-            else:
-                _reflector_planes(h_ptr, c + i * BM, c, n, v_hi.index(stage), v_lo.index(stage), W, BM,
-                                  rows_layout)
-            mbarrier.wait(arrived.index(i), 0)
-            _store_planes(strip.index(i).load(rows_layout), x_hi, x_lo)
-            fence_async_shared()
-            p = _mma3(v_hi.index(stage).permute((1, 0)), v_lo.index(stage).permute((1, 0)), x_hi, x_lo, p)
-            gl.thread_barrier()
+            mbarrier.wait(arrived.index(i), k & 1)
+            if PRODUCTS:
+                use = first_use + i
+                stage = use % STAGES
+                if PLANES:
+                    _refill(v_desc, v_hi, v_lo, v_ready, use + STAGES - 1, pid, programs, tiles, tiles_n, n, c,
+                            blocks, BM, STAGES)
+                    mbarrier.wait(v_ready.index(stage), (use // STAGES) & 1)
+                else:
+                    _reflector_planes(matrix, c + i * BM, c, n, v_hi.index(stage), v_lo.index(stage), W, BM,
+                                      rows_layout)
+                _store_planes(strip.index(i).load(rows_layout), x_hi, x_lo)
+                fence_async_shared()
+                p = _mma3(v_hi.index(stage).permute((1, 0)), v_lo.index(stage).permute((1, 0)), x_hi, x_lo, p)
+                gl.thread_barrier()
 
         # ----- -Y := -T^T P -----
-        k_row = gl.arange(0, W, layout=gl.SliceLayout(1, rows_layout))
-        k_col = gl.arange(0, W, layout=gl.SliceLayout(0, rows_layout))
-        _store_planes(gl.load(t_ptr + gl.expand_dims(k_col, 0) * W + gl.expand_dims(k_row, 1)), t_hi, t_lo)
-        _store_planes(p, y_hi, y_lo)
-        fence_async_shared()
-        y = _mma3(t_hi, t_lo, y_hi, y_lo, gl.zeros([W, BN], gl.float32, acc_layout))
-        _store_planes(-y, y_hi, y_lo)
-        fence_async_shared()
-
-        # ----- C := C + V (-Y), slot by slot, stored by TMA -----
-        for i in range(blocks):
-            use = blocks + i
-            stage = use % STAGES
-            if PLANES:
-                _refill(v_desc, v_hi, v_lo, v_ready, use + STAGES - 1, 2 * blocks, b, n, c, blocks, BM, STAGES)
-                mbarrier.wait(v_ready.index(stage), (use // STAGES) & 1)
-            else:
-                _reflector_planes(h_ptr, c + i * BM, c, n, v_hi.index(stage), v_lo.index(stage), W, BM,
-                                  rows_layout)
-                fence_async_shared()
-            out = _mma3(v_hi.index(stage), v_lo.index(stage), y_hi, y_lo, strip.index(i).load(acc_layout))
-            strip.index(i).store(out)
+        if PRODUCTS:
+            k_row = gl.arange(0, W, layout=gl.SliceLayout(1, rows_layout))
+            k_col = gl.arange(0, W, layout=gl.SliceLayout(0, rows_layout))
+            t = gl.load(t_ptr + b.to(gl.int64) * W * W + gl.expand_dims(k_col, 0) * W + gl.expand_dims(k_row, 1))
+            _store_planes(t, t_hi, t_lo)
+            _store_planes(p, y_hi, y_lo)
             fence_async_shared()
+            y = _mma3(t_hi, t_lo, y_hi, y_lo, gl.zeros([W, BN], gl.float32, acc_layout))
+            _store_planes(-y, y_hi, y_lo)
+            fence_async_shared()
+
+        # ----- C := C + V (-Y), slot by slot, stored by TMA; the next tile requested into freed slots -----
+        for i in range(blocks):
+            if PRODUCTS:
+                use = first_use + blocks + i
+                stage = use % STAGES
+                if PLANES:
+                    _refill(v_desc, v_hi, v_lo, v_ready, use + STAGES - 1, pid, programs, tiles, tiles_n, n, c,
+                            blocks, BM, STAGES)
+                    mbarrier.wait(v_ready.index(stage), (use // STAGES) & 1)
+                else:
+                    _reflector_planes(matrix, c + i * BM, c, n, v_hi.index(stage), v_lo.index(stage), W, BM,
+                                      rows_layout)
+                    fence_async_shared()
+                out = _mma3(v_hi.index(stage), v_lo.index(stage), y_hi, y_lo, strip.index(i).load(acc_layout))
+                strip.index(i).store(out)
+                fence_async_shared()
             tma.async_copy_shared_to_global(h_desc, [row0 + i * BM, col0], strip.index(i))
             gl.thread_barrier()
-    else:
-        for i in range(blocks):
-            mbarrier.wait(arrived.index(i), 0)
-            tma.async_copy_shared_to_global(h_desc, [row0 + i * BM, col0], strip.index(i))
-    tma.store_wait(pendings=0)
+            if i > 0:
+                tma.store_wait(pendings=1)
+                _request_block(h_desc, strip, arrived, tile + programs, i - 1, tiles, tiles_n, n, c, col_lo, BM,
+                               BN)
+        tma.store_wait(pendings=0)
+        _request_block(h_desc, strip, arrived, tile + programs, blocks - 1, tiles, tiles_n, n, c, col_lo, BM, BN)
 
 
 def reflector_planes(h, t, c: int):
@@ -197,9 +223,9 @@ def reflector_planes(h, t, c: int):
     return torch.stack((hi, (v - hi.float()).bfloat16()), dim=1).contiguous()
 
 
-def onepass_update(h, t, n, c, block_n, products, planes=None, stages=1):
+def onepass_update(h, t, n, c, block_n, products, planes=None, stages=1, programs=None):
     """Update columns [c + W, n) of every matrix of h by the pair at c (V from h, or its planes `planes`
-    through a ring of `stages`; T = t, W x W)."""
+    through a ring of `stages`; T = t, W x W), on `programs` persistent CTAs (None: one a tile)."""
     batch, width = h.shape[0], t.shape[-1]
     assert (n - c) % BLOCK_M == 0 and (n - c - width) % block_n == 0, "whole row blocks and column tiles"
     layout = gl.NVMMASharedLayout.get_default_for([BLOCK_M, block_n], gl.float32)
@@ -209,16 +235,21 @@ def onepass_update(h, t, n, c, block_n, products, planes=None, stages=1):
         v_layout = gl.NVMMASharedLayout.get_default_for([BLOCK_M, width], gl.bfloat16)
         v_desc = TensorDescriptor(planes.view(-1, width), [2 * batch * n, width], [width, 1], [BLOCK_M, width],
                                   v_layout)
-    return onepass_update_kernel[((n - c - width) // block_n, batch)](
-        h_desc, v_desc, h, t, n, c, c + width, W=width, BM=BLOCK_M, BN=block_n, SLOTS=triton.cdiv(n, BLOCK_M),
-        PRODUCTS=products, PLANES=planes is not None, STAGES=stages, num_warps=WARPS)
+    tiles_n = (n - c - width) // block_n
+    tiles = batch * tiles_n
+    return onepass_update_kernel[(min(tiles, programs or tiles),)](
+        h_desc, v_desc, h, t, n, c, c + width, tiles_n, tiles, W=width, BM=BLOCK_M, BN=block_n,
+        SLOTS=triton.cdiv(n, BLOCK_M), PRODUCTS=products, PLANES=planes is not None, STAGES=stages,
+        num_warps=WARPS)
 
 
 def main(argv: list[str]) -> int:
     parser = case_arguments(__doc__, "64", "0,128,256,384", "234,-")
     parser.add_argument("--block-n", default="64,32", help="columns of a tile")
     parser.add_argument("--stages", default="0,2,3", help="V's sources: 0 split from h, S planes by a ring of S")
+    parser.add_argument("--persistent", default="0,1", help="0: a CTA a tile, 1: a CTA an SM")
     args = parser.parse_args(argv)
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
     for h, t, n, c, configurations in update_cases(args):
         made = {}
 
@@ -229,17 +260,21 @@ def main(argv: list[str]) -> int:
             return made[c]
 
         for block_n in map(int, args.block_n.split(",")):
-            for phases in phase_sets(args.phases):
-                if not phases:
-                    configurations.append((f"one pass BN {block_n} phases -", lambda block_n=block_n, t=t, c=c:
-                                           onepass_update(h, t, n, c, block_n, False)))
-                    continue
-                for stages in map(int, args.stages.split(",")):
-                    source = f"planes ring {stages}" if stages else "V split"
-                    configurations.append((
-                        f"one pass BN {block_n} {source} phases 234",
-                        lambda block_n=block_n, stages=stages, t=t, c=c: onepass_update(
-                            h, t, n, c, block_n, True, planes() if stages else None, max(stages, 1))))
+            for persistent in map(int, args.persistent.split(",")):
+                programs = sms if persistent else None
+                grid = "persistent" if persistent else "a CTA a tile"
+                for phases in phase_sets(args.phases):
+                    if not phases:
+                        configurations.append((f"one pass BN {block_n} {grid} phases -",
+                                               lambda block_n=block_n, programs=programs, t=t, c=c: onepass_update(
+                                                   h, t, n, c, block_n, False, programs=programs)))
+                        continue
+                    for stages in map(int, args.stages.split(",")):
+                        source = f"planes ring {stages}" if stages else "V split"
+                        configurations.append((
+                            f"one pass BN {block_n} {grid} {source} phases 234",
+                            lambda block_n=block_n, stages=stages, programs=programs, t=t, c=c: onepass_update(
+                                h, t, n, c, block_n, True, planes() if stages else None, max(stages, 1), programs)))
     return 0
 
 
