@@ -1,8 +1,8 @@
 """A trailing update that reads its column strip once: the strip staged whole in shared memory by TMA,
 the products on wgmma (Gluon), against main's (GPU).
 
-    python bench/probe_onepass_gluon.py [--shapes 640x512] [--columns 0,128,256,384] [--block-n 64,32]
-        [--phases 234,-] [--reps 7]
+    python bench/probe_onepass_gluon.py [--shapes 640x512] [--columns 0,128,256,384] [--block-n 64]
+        [--stages 3] [--warps 4,8] [--asynchronous 0,1] [--persistent 0,1] [--phases 234,-] [--reps 7]
 
 Main's fused update reads C = H[b, c:n, cols] twice (V^T C, then C - V Y),
 and the second read comes from DRAM: at 640x512, c = 0, W = 64 a program
@@ -10,24 +10,30 @@ of its tiles that only reads C twice and writes it once takes ~400 us, one
 that reads it once ~300, the update ~530 (`probe_strip_layout.py`). The
 earlier one-pass probes held V's planes in shared memory and the strip in
 registers or in a two-strip ring, one CTA an SM, loads by thread; their
-copies alone took 400-670 us. Here V stays in global memory (L2), as in
-main's kernel, and one CTA (one warpgroup) updates one column tile:
+copies alone took 400-670 us. Here one CTA (one or two warpgroups) updates
+column tiles of BN columns, V's bf16 planes (made beforehand, as a panel
+could write them; their making is not timed) stream from L2:
 
 1. every row block of the strip (BM x BN floats) is requested by TMA at
    once, each on its own mbarrier, into a strip of m / BM slots;
-2. P = V^T C block by block as the slots arrive: V's block loaded from
-   global memory and split into bf16 planes in shared memory, C's block
-   split likewise, three wgmma (3xBF16, A = V^T through a transposed view);
+2. P = V^T C block by block as the slots arrive: V's planes by TMA through
+   a ring of STAGES, C's block split into planes in shared memory, three
+   wgmma (3xBF16, A = V^T through a transposed view);
 3. Y = T^T P (three wgmma), and -Y's planes for the apply;
 4. block by block, C + V (-Y) on wgmma with the accumulator started from
-   the slot, written back into the slot and stored by TMA.
+   the slot, written back into the slot and stored by TMA; as a slot's
+   store has read it, the program's next tile is requested into it.
 
-Phases "-" (the copy): the slots are waited for and stored back unchanged,
-no products: the floor of this structure. Rows must come in whole blocks
-((n - c) % BM == 0) and W is a pair's 64. Each configuration is checked
-against main's fused update and timed alone (h restored, L2 flushed, queued
-behind a GPU sleep, the median of `reps`).
+With ASYNC a block's wgmma run while the next block's C is split (step 2)
+or the previous block is stored (step 4). Persistent: one CTA an SM walks
+the tiles; otherwise one CTA a tile. Phases "-" (the copy): the slots are
+waited for and stored back unchanged, no products: the floor of this
+structure. Rows must come in whole blocks ((n - c) % BM == 0) and W is a
+pair's 64. Each configuration is checked against main's fused update and
+timed alone (h restored, L2 flushed, queued behind a GPU sleep, the median
+of `reps`).
 """
+import itertools
 import os
 import sys
 from pathlib import Path
@@ -41,26 +47,13 @@ import triton  # noqa: E402
 from triton.experimental import gluon  # noqa: E402
 from triton.experimental.gluon import language as gl  # noqa: E402
 from triton.experimental.gluon.language.nvidia.hopper import (  # noqa: E402
-    fence_async_shared, mbarrier, tma, warpgroup_mma)
+    fence_async_shared, mbarrier, tma, warpgroup_mma, warpgroup_mma_wait)
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor  # noqa: E402
 
 from probe_strip_stream import case_arguments, phase_sets, update_cases  # noqa: E402
-from probe_ws_update import _split, _unit_lower  # noqa: E402
+from probe_ws_update import _split  # noqa: E402
 
-WARPS = 4          # one warpgroup
 BLOCK_M = 64       # rows of a strip slot, and wgmma's M
-
-
-@gluon.jit
-def _reflector_planes(h_ptr, r0, c, n, v_hi, v_lo, W: gl.constexpr, BM: gl.constexpr, LAYOUT: gl.constexpr):
-    """V's rows [r0, r0 + BM) (unit lower trapezoid of the W columns at c) split into the planes v_hi, v_lo."""
-    rows = r0 + gl.arange(0, BM, layout=gl.SliceLayout(1, LAYOUT))
-    k = c + gl.arange(0, W, layout=gl.SliceLayout(0, LAYOUT))
-    inside = gl.expand_dims(rows < n, 1) & gl.expand_dims(k < n, 0)
-    v = gl.load(h_ptr + gl.expand_dims(rows, 1) * n + gl.expand_dims(k, 0), mask=inside, other=0.0)
-    hi, lo = _split(_unit_lower(v, r0, c, n, gl.SliceLayout(1, LAYOUT), gl.SliceLayout(0, LAYOUT), BM, W))
-    v_hi.store(hi)
-    v_lo.store(lo)
 
 
 @gluon.jit
@@ -72,11 +65,12 @@ def _store_planes(x, x_hi, x_lo):
 
 
 @gluon.jit
-def _mma3(a_hi, a_lo, b_hi, b_lo, acc):
-    """acc + a b on wgmma from the operands' bf16 planes in shared memory (3xBF16, lo x lo dropped)."""
-    acc = warpgroup_mma(a_lo, b_hi, acc)
-    acc = warpgroup_mma(a_hi, b_lo, acc)
-    return warpgroup_mma(a_hi, b_hi, acc)
+def _mma3(a_hi, a_lo, b_hi, b_lo, acc, ASYNC: gl.constexpr):
+    """acc + a b on wgmma from the operands' bf16 planes in shared memory (3xBF16, lo x lo dropped); with
+    ASYNC three wgmma groups left in flight."""
+    acc = warpgroup_mma(a_lo, b_hi, acc, is_async=ASYNC)
+    acc = warpgroup_mma(a_hi, b_lo, acc, is_async=ASYNC)
+    return warpgroup_mma(a_hi, b_hi, acc, is_async=ASYNC)
 
 
 @gluon.jit
@@ -106,45 +100,55 @@ def _refill(v_desc, v_hi, v_lo, ready, use, pid, programs, tiles, tiles_n, n, c,
 
 
 @gluon.jit
-def onepass_update_kernel(h_desc, v_desc, h_ptr, t_ptr, n, c, col_lo, tiles_n, tiles,
+def _store_block(h_desc, strip, arrived, out, i, row0, col0, next_tile, tiles, tiles_n, n, c, col_lo,
+                 BM: gl.constexpr, BN: gl.constexpr):
+    """Slot i := out, stored by TMA to rows row0 + i BM.. of columns col0..; once the store before it has
+    read its slot (i - 1), the next tile's block i - 1 is requested there."""
+    strip.index(i).store(out)
+    fence_async_shared()
+    gl.thread_barrier()
+    tma.async_copy_shared_to_global(h_desc, [row0 + i * BM, col0], strip.index(i))
+    if i > 0:
+        tma.store_wait(pendings=1)
+        _request_block(h_desc, strip, arrived, next_tile, i - 1, tiles, tiles_n, n, c, col_lo, BM, BN)
+
+
+@gluon.jit
+def onepass_update_kernel(h_desc, v_desc, t_ptr, n, c, col_lo, tiles_n, tiles,
                           W: gl.constexpr, BM: gl.constexpr, BN: gl.constexpr, SLOTS: gl.constexpr,
-                          PRODUCTS: gl.constexpr, PLANES: gl.constexpr, STAGES: gl.constexpr):
+                          STAGES: gl.constexpr, WARPS: gl.constexpr, PRODUCTS: gl.constexpr, ASYNC: gl.constexpr):
     """C[:, cols] := C - V T^T V^T C for the column tiles pid, pid + programs, ... (tile = b tiles_n + j:
-    matrix b's columns col_lo + j BN ..), C = H[b, c:, col_lo:], C read once (module docstring); without
-    PRODUCTS C is read and stored back unchanged. As a tile's slots are stored, the program's next tile
-    is requested into them. With PLANES, V's planes come by TMA (v_desc: batch x 2 x n x W bf16 seen as
-    rows of W) through a ring of STAGES, the next STAGES - 1 uses in flight; otherwise each row block of
-    V is loaded from h and split."""
+    matrix b's columns col_lo + j BN ..), C = H[b, c:, col_lo:] (h_desc: H seen as batch n rows of n),
+    C read once (module docstring); V's planes by v_desc (batch x 2 x n x W bf16 seen as rows of W).
+    Without PRODUCTS C is read and stored back unchanged."""
+    gl.static_assert(BN == W, "T^T's planes take C's first planes")
     pid = gl.program_id(0)
     programs = gl.num_programs(0)
     blocks = (n - c) // BM
 
-    acc_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
-                                                         instr_shape=[16, BN, 16])
-    rows_layout: gl.constexpr = gl.BlockedLayout([1, 4], [4, 8], [4, 1], [1, 0])
+    acc_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, WARPS // 4],
+                                                         instr_shape=[16, BN // (WARPS // 4), 16])
+    rows_layout: gl.constexpr = gl.BlockedLayout([1, 4], [4, 8], [WARPS, 1], [1, 0])
     v_planes: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BM, W], gl.bfloat16)
     c_planes: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BM, BN], gl.bfloat16)
     p_planes: gl.constexpr = gl.NVMMASharedLayout.get_default_for([W, BN], gl.bfloat16)
-    t_planes: gl.constexpr = gl.NVMMASharedLayout.get_default_for([W, W], gl.bfloat16)
 
     strip = gl.allocate_shared_memory(gl.float32, [SLOTS, BM, BN], h_desc.layout)
     arrived = gl.allocate_shared_memory(gl.int64, [SLOTS, 1], mbarrier.MBarrierLayout())
-    v_hi = gl.allocate_shared_memory(gl.bfloat16, [STAGES, BM, W], v_planes)
-    v_lo = gl.allocate_shared_memory(gl.bfloat16, [STAGES, BM, W], v_planes)
-    v_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    x_hi = gl.allocate_shared_memory(gl.bfloat16, [BM, BN], c_planes)
-    x_lo = gl.allocate_shared_memory(gl.bfloat16, [BM, BN], c_planes)
-    y_hi = gl.allocate_shared_memory(gl.bfloat16, [W, BN], p_planes)
-    y_lo = gl.allocate_shared_memory(gl.bfloat16, [W, BN], p_planes)
-    t_hi = gl.allocate_shared_memory(gl.bfloat16, [W, W], t_planes)
-    t_lo = gl.allocate_shared_memory(gl.bfloat16, [W, W], t_planes)
     for i in gl.static_range(SLOTS):
         mbarrier.init(arrived.index(i), count=1)
-    for st in gl.static_range(STAGES):
-        mbarrier.init(v_ready.index(st), count=1)
     for i in range(blocks):
         _request_block(h_desc, strip, arrived, pid, i, tiles, tiles_n, n, c, col_lo, BM, BN)
-    if PRODUCTS and PLANES:
+    if PRODUCTS:
+        v_hi = gl.allocate_shared_memory(gl.bfloat16, [STAGES, BM, W], v_planes)
+        v_lo = gl.allocate_shared_memory(gl.bfloat16, [STAGES, BM, W], v_planes)
+        v_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+        x_hi = gl.allocate_shared_memory(gl.bfloat16, [2, BM, BN], c_planes)     # by block parity
+        x_lo = gl.allocate_shared_memory(gl.bfloat16, [2, BM, BN], c_planes)
+        y_hi = gl.allocate_shared_memory(gl.bfloat16, [W, BN], p_planes)
+        y_lo = gl.allocate_shared_memory(gl.bfloat16, [W, BN], p_planes)
+        for st in gl.static_range(STAGES):
+            mbarrier.init(v_ready.index(st), count=1)
         for first in gl.static_range(STAGES - 1):
             _refill(v_desc, v_hi, v_lo, v_ready, first, pid, programs, tiles, tiles_n, n, c, blocks, BM, STAGES)
 
@@ -153,62 +157,72 @@ def onepass_update_kernel(h_desc, v_desc, h_ptr, t_ptr, n, c, col_lo, tiles_n, t
         b = tile // tiles_n
         col0 = col_lo + (tile % tiles_n) * BN
         row0 = b * n + c
-        matrix = h_ptr + b.to(gl.int64) * n * n
         first_use = 2 * blocks * k
-
-        # ----- P := V^T C, slot by slot as they arrive -----
-        p = gl.zeros([W, BN], gl.float32, acc_layout)
-        for i in range(blocks):
-            mbarrier.wait(arrived.index(i), k & 1)
-            if PRODUCTS:
+        if PRODUCTS:
+            # ----- P := V^T C, slot by slot as they arrive -----
+            p = gl.zeros([W, BN], gl.float32, acc_layout)
+            for i in range(blocks):
                 use = first_use + i
                 stage = use % STAGES
-                if PLANES:
-                    _refill(v_desc, v_hi, v_lo, v_ready, use + STAGES - 1, pid, programs, tiles, tiles_n, n, c,
-                            blocks, BM, STAGES)
-                    mbarrier.wait(v_ready.index(stage), (use // STAGES) & 1)
-                else:
-                    _reflector_planes(matrix, c + i * BM, c, n, v_hi.index(stage), v_lo.index(stage), W, BM,
-                                      rows_layout)
-                _store_planes(strip.index(i).load(rows_layout), x_hi, x_lo)
+                mbarrier.wait(arrived.index(i), k & 1)
+                _store_planes(strip.index(i).load(rows_layout), x_hi.index(i % 2), x_lo.index(i % 2))
                 fence_async_shared()
-                p = _mma3(v_hi.index(stage).permute((1, 0)), v_lo.index(stage).permute((1, 0)), x_hi, x_lo, p)
+                mbarrier.wait(v_ready.index(stage), (use // STAGES) & 1)
                 gl.thread_barrier()
+                p = _mma3(v_hi.index(stage).permute((1, 0)), v_lo.index(stage).permute((1, 0)), x_hi.index(i % 2),
+                          x_lo.index(i % 2), p, ASYNC)
+                if ASYNC:                           # the previous block's products done: its buffers free
+                    p = warpgroup_mma_wait(num_outstanding=3, deps=(p,))
+                gl.thread_barrier()
+                _refill(v_desc, v_hi, v_lo, v_ready, use + STAGES - 1, pid, programs, tiles, tiles_n, n, c,
+                        blocks, BM, STAGES)
+            if ASYNC:
+                p = warpgroup_mma_wait(num_outstanding=0, deps=(p,))
 
-        # ----- -Y := -T^T P -----
-        if PRODUCTS:
+            # ----- -Y := -T^T P (T^T's planes in C's first) -----
             k_row = gl.arange(0, W, layout=gl.SliceLayout(1, rows_layout))
             k_col = gl.arange(0, W, layout=gl.SliceLayout(0, rows_layout))
             t = gl.load(t_ptr + b.to(gl.int64) * W * W + gl.expand_dims(k_col, 0) * W + gl.expand_dims(k_row, 1))
-            _store_planes(t, t_hi, t_lo)
+            _store_planes(t, x_hi.index(0), x_lo.index(0))
             _store_planes(p, y_hi, y_lo)
             fence_async_shared()
-            y = _mma3(t_hi, t_lo, y_hi, y_lo, gl.zeros([W, BN], gl.float32, acc_layout))
+            gl.thread_barrier()
+            y = _mma3(x_hi.index(0), x_lo.index(0), y_hi, y_lo, gl.zeros([W, BN], gl.float32, acc_layout), False)
+            gl.thread_barrier()
             _store_planes(-y, y_hi, y_lo)
             fence_async_shared()
 
-        # ----- C := C + V (-Y), slot by slot, stored by TMA; the next tile requested into freed slots -----
-        for i in range(blocks):
-            if PRODUCTS:
+            # ----- C := C + V (-Y), slot by slot, stored by TMA; the next tile requested into stored slots -----
+            out = gl.zeros([BM, BN], gl.float32, acc_layout)
+            for i in range(blocks):
                 use = first_use + blocks + i
                 stage = use % STAGES
-                if PLANES:
-                    _refill(v_desc, v_hi, v_lo, v_ready, use + STAGES - 1, pid, programs, tiles, tiles_n, n, c,
-                            blocks, BM, STAGES)
-                    mbarrier.wait(v_ready.index(stage), (use // STAGES) & 1)
+                mbarrier.wait(v_ready.index(stage), (use // STAGES) & 1)
+                gl.thread_barrier()
+                if ASYNC:
+                    token = _mma3(v_hi.index(stage), v_lo.index(stage), y_hi, y_lo, strip.index(i).load(acc_layout),
+                                  True)
+                    if i > 0:
+                        _store_block(h_desc, strip, arrived, out, i - 1, row0, col0, tile + programs, tiles,
+                                     tiles_n, n, c, col_lo, BM, BN)
+                    out = warpgroup_mma_wait(num_outstanding=0, deps=(token,))
                 else:
-                    _reflector_planes(matrix, c + i * BM, c, n, v_hi.index(stage), v_lo.index(stage), W, BM,
-                                      rows_layout)
-                    fence_async_shared()
-                out = _mma3(v_hi.index(stage), v_lo.index(stage), y_hi, y_lo, strip.index(i).load(acc_layout))
-                strip.index(i).store(out)
-                fence_async_shared()
-            tma.async_copy_shared_to_global(h_desc, [row0 + i * BM, col0], strip.index(i))
-            gl.thread_barrier()
-            if i > 0:
-                tma.store_wait(pendings=1)
-                _request_block(h_desc, strip, arrived, tile + programs, i - 1, tiles, tiles_n, n, c, col_lo, BM,
-                               BN)
+                    out = _mma3(v_hi.index(stage), v_lo.index(stage), y_hi, y_lo, strip.index(i).load(acc_layout),
+                                False)
+                    _store_block(h_desc, strip, arrived, out, i, row0, col0, tile + programs, tiles, tiles_n, n, c,
+                                 col_lo, BM, BN)
+                gl.thread_barrier()
+                _refill(v_desc, v_hi, v_lo, v_ready, use + STAGES - 1, pid, programs, tiles, tiles_n, n, c,
+                        blocks, BM, STAGES)
+            if ASYNC:
+                _store_block(h_desc, strip, arrived, out, blocks - 1, row0, col0, tile + programs, tiles, tiles_n,
+                             n, c, col_lo, BM, BN)
+        else:
+            for i in range(blocks):
+                mbarrier.wait(arrived.index(i), k & 1)
+            for i in range(blocks):
+                _store_block(h_desc, strip, arrived, strip.index(i).load(rows_layout), i, row0, col0,
+                             tile + programs, tiles, tiles_n, n, c, col_lo, BM, BN)
         tma.store_wait(pendings=0)
         _request_block(h_desc, strip, arrived, tile + programs, blocks - 1, tiles, tiles_n, n, c, col_lo, BM, BN)
 
@@ -223,33 +237,36 @@ def reflector_planes(h, t, c: int):
     return torch.stack((hi, (v - hi.float()).bfloat16()), dim=1).contiguous()
 
 
-def onepass_update(h, t, n, c, block_n, products, planes=None, stages=1, programs=None):
-    """Update columns [c + W, n) of every matrix of h by the pair at c (V from h, or its planes `planes`
-    through a ring of `stages`; T = t, W x W), on `programs` persistent CTAs (None: one a tile)."""
+def onepass_update(h, t, n, c, planes, block_n=64, stages=3, warps=4, products=True, asynchronous=False,
+                   programs=None):
+    """Update columns [c + W, n) of every matrix of h by the pair at c (V's planes `planes`, T = t, W x W),
+    on `programs` persistent CTAs (None: one a tile)."""
     batch, width = h.shape[0], t.shape[-1]
     assert (n - c) % BLOCK_M == 0 and (n - c - width) % block_n == 0, "whole row blocks and column tiles"
     layout = gl.NVMMASharedLayout.get_default_for([BLOCK_M, block_n], gl.float32)
     h_desc = TensorDescriptor(h.view(batch * n, n), [batch * n, n], [n, 1], [BLOCK_M, block_n], layout)
-    v_desc = h_desc
-    if planes is not None:
-        v_layout = gl.NVMMASharedLayout.get_default_for([BLOCK_M, width], gl.bfloat16)
-        v_desc = TensorDescriptor(planes.view(-1, width), [2 * batch * n, width], [width, 1], [BLOCK_M, width],
-                                  v_layout)
+    v_layout = gl.NVMMASharedLayout.get_default_for([BLOCK_M, width], gl.bfloat16)
+    v_desc = TensorDescriptor(planes.view(-1, width), [2 * batch * n, width], [width, 1], [BLOCK_M, width],
+                              v_layout)
     tiles_n = (n - c - width) // block_n
     tiles = batch * tiles_n
     return onepass_update_kernel[(min(tiles, programs or tiles),)](
-        h_desc, v_desc, h, t, n, c, c + width, tiles_n, tiles, W=width, BM=BLOCK_M, BN=block_n,
-        SLOTS=triton.cdiv(n, BLOCK_M), PRODUCTS=products, PLANES=planes is not None, STAGES=stages,
-        num_warps=WARPS)
+        h_desc, v_desc, t, n, c, c + width, tiles_n, tiles, W=width, BM=BLOCK_M, BN=block_n,
+        SLOTS=triton.cdiv(n, BLOCK_M), STAGES=stages, WARPS=warps, PRODUCTS=products, ASYNC=asynchronous,
+        num_warps=warps)
 
 
 def main(argv: list[str]) -> int:
     parser = case_arguments(__doc__, "64", "0,128,256,384", "234,-")
-    parser.add_argument("--block-n", default="64,32", help="columns of a tile")
-    parser.add_argument("--stages", default="0,2,3", help="V's sources: 0 split from h, S planes by a ring of S")
+    parser.add_argument("--block-n", default="64", help="columns of a tile (W: T^T's planes take C's)")
+    parser.add_argument("--stages", default="3", help="V's ring stages")
+    parser.add_argument("--warps", default="4,8")
+    parser.add_argument("--asynchronous", default="0,1")
     parser.add_argument("--persistent", default="0,1", help="0: a CTA a tile, 1: a CTA an SM")
     args = parser.parse_args(argv)
     sms = torch.cuda.get_device_properties(0).multi_processor_count
+    numbers = {name: list(map(int, getattr(args, name).split(","))) for name in
+               ("block_n", "stages", "warps", "asynchronous", "persistent")}
     for h, t, n, c, configurations in update_cases(args):
         made = {}
 
@@ -259,22 +276,16 @@ def main(argv: list[str]) -> int:
                 made[c] = reflector_planes(h, t, c)
             return made[c]
 
-        for block_n in map(int, args.block_n.split(",")):
-            for persistent in map(int, args.persistent.split(",")):
-                programs = sms if persistent else None
-                grid = "persistent" if persistent else "a CTA a tile"
-                for phases in phase_sets(args.phases):
-                    if not phases:
-                        configurations.append((f"one pass BN {block_n} {grid} phases -",
-                                               lambda block_n=block_n, programs=programs, t=t, c=c: onepass_update(
-                                                   h, t, n, c, block_n, False, programs=programs)))
-                        continue
-                    for stages in map(int, args.stages.split(",")):
-                        source = f"planes ring {stages}" if stages else "V split"
-                        configurations.append((
-                            f"one pass BN {block_n} {grid} {source} phases 234",
-                            lambda block_n=block_n, stages=stages, programs=programs, t=t, c=c: onepass_update(
-                                h, t, n, c, block_n, True, planes() if stages else None, max(stages, 1), programs)))
+        for block_n, stages, warps, persistent in itertools.product(
+                numbers["block_n"], numbers["stages"], numbers["warps"], numbers["persistent"]):
+            shape = f"BN {block_n} ring {stages} warps {warps} {'persistent' if persistent else 'a CTA a tile'}"
+            common = dict(block_n=block_n, stages=stages, warps=warps, programs=sms if persistent else None)
+            for phases in phase_sets(args.phases):
+                for asynchronous in numbers["asynchronous"] if phases else (0,):
+                    name = f"{shape}{' async' if asynchronous else ''} phases {''.join(map(str, phases)) or '-'}"
+                    configurations.append((name, lambda o=dict(common, products=bool(phases),
+                                                               asynchronous=bool(asynchronous)), t=t, c=c:
+                                           onepass_update(h, t, n, c, planes(), **o)))
     return 0
 
 
