@@ -75,9 +75,10 @@ def _mma3(a_hi, a_lo, b_hi, b_lo, acc, ASYNC: gl.constexpr):
 
 @gluon.jit
 def _request_block(h_desc, strip, arrived, tile, i, tiles, tiles_n, n, c, col_lo, BM: gl.constexpr,
-                   BN: gl.constexpr):
-    """Ask TMA for row block i of column tile `tile`'s strip (none past the last tile) into slot i."""
-    if tile < tiles:
+                   BN: gl.constexpr, LIVE: gl.constexpr):
+    """Ask TMA for row block i of column tile `tile`'s strip (none past the last tile, none unless LIVE)
+    into slot i."""
+    if LIVE and tile < tiles:
         b = tile // tiles_n
         col0 = col_lo + (tile % tiles_n) * BN
         mbarrier.expect(arrived.index(i), h_desc.block_type.nbytes)
@@ -101,27 +102,33 @@ def _refill(v_desc, v_hi, v_lo, ready, use, pid, programs, tiles, tiles_n, n, c,
 
 @gluon.jit
 def _store_block(h_desc, strip, arrived, out, i, row0, col0, next_tile, tiles, tiles_n, n, c, col_lo,
-                 BM: gl.constexpr, BN: gl.constexpr):
-    """Slot i := out, stored by TMA to rows row0 + i BM.. of columns col0..; once the store before it has
-    read its slot (i - 1), the next tile's block i - 1 is requested there."""
+                 BM: gl.constexpr, BN: gl.constexpr, LIVE: gl.constexpr):
+    """Slot i := out, stored by TMA (if LIVE) to rows row0 + i BM.. of columns col0..; once the store
+    before it has read its slot (i - 1), the next tile's block i - 1 is requested there."""
     strip.index(i).store(out)
     fence_async_shared()
     gl.thread_barrier()
-    tma.async_copy_shared_to_global(h_desc, [row0 + i * BM, col0], strip.index(i))
+    if LIVE:
+        tma.async_copy_shared_to_global(h_desc, [row0 + i * BM, col0], strip.index(i))
     if i > 0:
         tma.store_wait(pendings=1)
-        _request_block(h_desc, strip, arrived, next_tile, i - 1, tiles, tiles_n, n, c, col_lo, BM, BN)
+        _request_block(h_desc, strip, arrived, next_tile, i - 1, tiles, tiles_n, n, c, col_lo, BM, BN, LIVE)
 
 
 @gluon.jit
 def onepass_update_kernel(h_desc, v_desc, t_ptr, n, c, col_lo, tiles_n, tiles,
                           W: gl.constexpr, BM: gl.constexpr, BN: gl.constexpr, SLOTS: gl.constexpr,
-                          STAGES: gl.constexpr, WARPS: gl.constexpr, PRODUCTS: gl.constexpr, ASYNC: gl.constexpr):
+                          STAGES: gl.constexpr, WARPS: gl.constexpr, PRODUCTS: gl.constexpr, ASYNC: gl.constexpr,
+                          REMOVE: gl.constexpr):
     """C[:, cols] := C - V T^T V^T C for the column tiles pid, pid + programs, ... (tile = b tiles_n + j:
     matrix b's columns col_lo + j BN ..), C = H[b, c:, col_lo:] (h_desc: H seen as batch n rows of n),
     C read once (module docstring); V's planes by v_desc (batch x 2 x n x W bf16 seen as rows of W).
-    Without PRODUCTS C is read and stored back unchanged."""
+    Without PRODUCTS C is read and stored back unchanged. REMOVE (timing only, wrong results) is a sum of
+    1: no strip traffic (no loads nor stores of C), 2: no products, 4: no splits of C."""
     gl.static_assert(BN == W, "T^T's planes take C's first planes")
+    LIVE: gl.constexpr = REMOVE % 2 == 0
+    MULTIPLY: gl.constexpr = REMOVE // 2 % 2 == 0
+    SPLIT: gl.constexpr = REMOVE // 4 % 2 == 0
     pid = gl.program_id(0)
     programs = gl.num_programs(0)
     blocks = (n - c) // BM
@@ -138,7 +145,7 @@ def onepass_update_kernel(h_desc, v_desc, t_ptr, n, c, col_lo, tiles_n, tiles,
     for i in gl.static_range(SLOTS):
         mbarrier.init(arrived.index(i), count=1)
     for i in range(blocks):
-        _request_block(h_desc, strip, arrived, pid, i, tiles, tiles_n, n, c, col_lo, BM, BN)
+        _request_block(h_desc, strip, arrived, pid, i, tiles, tiles_n, n, c, col_lo, BM, BN, LIVE)
     if PRODUCTS:
         v_hi = gl.allocate_shared_memory(gl.bfloat16, [STAGES, BM, W], v_planes)
         v_lo = gl.allocate_shared_memory(gl.bfloat16, [STAGES, BM, W], v_planes)
@@ -164,19 +171,22 @@ def onepass_update_kernel(h_desc, v_desc, t_ptr, n, c, col_lo, tiles_n, tiles,
             for i in range(blocks):
                 use = first_use + i
                 stage = use % STAGES
-                mbarrier.wait(arrived.index(i), k & 1)
-                _store_planes(strip.index(i).load(rows_layout), x_hi.index(i % 2), x_lo.index(i % 2))
+                if LIVE:
+                    mbarrier.wait(arrived.index(i), k & 1)
+                if SPLIT:
+                    _store_planes(strip.index(i).load(rows_layout), x_hi.index(i % 2), x_lo.index(i % 2))
                 fence_async_shared()
                 mbarrier.wait(v_ready.index(stage), (use // STAGES) & 1)
                 gl.thread_barrier()
-                p = _mma3(v_hi.index(stage).permute((1, 0)), v_lo.index(stage).permute((1, 0)), x_hi.index(i % 2),
-                          x_lo.index(i % 2), p, ASYNC)
-                if ASYNC:                           # the previous block's products done: its buffers free
-                    p = warpgroup_mma_wait(num_outstanding=3, deps=(p,))
+                if MULTIPLY:
+                    p = _mma3(v_hi.index(stage).permute((1, 0)), v_lo.index(stage).permute((1, 0)),
+                              x_hi.index(i % 2), x_lo.index(i % 2), p, ASYNC)
+                    if ASYNC:                       # the previous block's products done: its buffers free
+                        p = warpgroup_mma_wait(num_outstanding=3, deps=(p,))
                 gl.thread_barrier()
                 _refill(v_desc, v_hi, v_lo, v_ready, use + STAGES - 1, pid, programs, tiles, tiles_n, n, c,
                         blocks, BM, STAGES)
-            if ASYNC:
+            if ASYNC and MULTIPLY:
                 p = warpgroup_mma_wait(num_outstanding=0, deps=(p,))
 
             # ----- -Y := -T^T P (T^T's planes in C's first) -----
@@ -199,32 +209,35 @@ def onepass_update_kernel(h_desc, v_desc, t_ptr, n, c, col_lo, tiles_n, tiles,
                 stage = use % STAGES
                 mbarrier.wait(v_ready.index(stage), (use // STAGES) & 1)
                 gl.thread_barrier()
-                if ASYNC:
+                if ASYNC and MULTIPLY:
                     token = _mma3(v_hi.index(stage), v_lo.index(stage), y_hi, y_lo, strip.index(i).load(acc_layout),
                                   True)
                     if i > 0:
                         _store_block(h_desc, strip, arrived, out, i - 1, row0, col0, tile + programs, tiles,
-                                     tiles_n, n, c, col_lo, BM, BN)
+                                     tiles_n, n, c, col_lo, BM, BN, LIVE)
                     out = warpgroup_mma_wait(num_outstanding=0, deps=(token,))
                 else:
-                    out = _mma3(v_hi.index(stage), v_lo.index(stage), y_hi, y_lo, strip.index(i).load(acc_layout),
-                                False)
+                    out = strip.index(i).load(acc_layout)
+                    if MULTIPLY:
+                        out = _mma3(v_hi.index(stage), v_lo.index(stage), y_hi, y_lo, out, False)
                     _store_block(h_desc, strip, arrived, out, i, row0, col0, tile + programs, tiles, tiles_n, n, c,
-                                 col_lo, BM, BN)
+                                 col_lo, BM, BN, LIVE)
                 gl.thread_barrier()
                 _refill(v_desc, v_hi, v_lo, v_ready, use + STAGES - 1, pid, programs, tiles, tiles_n, n, c,
                         blocks, BM, STAGES)
-            if ASYNC:
+            if ASYNC and MULTIPLY:
                 _store_block(h_desc, strip, arrived, out, blocks - 1, row0, col0, tile + programs, tiles, tiles_n,
-                             n, c, col_lo, BM, BN)
+                             n, c, col_lo, BM, BN, LIVE)
         else:
             for i in range(blocks):
-                mbarrier.wait(arrived.index(i), k & 1)
+                if LIVE:
+                    mbarrier.wait(arrived.index(i), k & 1)
             for i in range(blocks):
                 _store_block(h_desc, strip, arrived, strip.index(i).load(rows_layout), i, row0, col0,
-                             tile + programs, tiles, tiles_n, n, c, col_lo, BM, BN)
+                             tile + programs, tiles, tiles_n, n, c, col_lo, BM, BN, LIVE)
         tma.store_wait(pendings=0)
-        _request_block(h_desc, strip, arrived, tile + programs, blocks - 1, tiles, tiles_n, n, c, col_lo, BM, BN)
+        _request_block(h_desc, strip, arrived, tile + programs, blocks - 1, tiles, tiles_n, n, c, col_lo, BM, BN,
+                       LIVE)
 
 
 def reflector_planes(h, t, c: int):
@@ -238,7 +251,7 @@ def reflector_planes(h, t, c: int):
 
 
 def onepass_update(h, t, n, c, planes, block_n=64, stages=3, warps=4, products=True, asynchronous=False,
-                   programs=None):
+                   programs=None, remove=0):
     """Update columns [c + W, n) of every matrix of h by the pair at c (V's planes `planes`, T = t, W x W),
     on `programs` persistent CTAs (None: one a tile)."""
     batch, width = h.shape[0], t.shape[-1]
@@ -253,7 +266,7 @@ def onepass_update(h, t, n, c, planes, block_n=64, stages=3, warps=4, products=T
     return onepass_update_kernel[(min(tiles, programs or tiles),)](
         h_desc, v_desc, t, n, c, c + width, tiles_n, tiles, W=width, BM=BLOCK_M, BN=block_n,
         SLOTS=triton.cdiv(n, BLOCK_M), STAGES=stages, WARPS=warps, PRODUCTS=products, ASYNC=asynchronous,
-        num_warps=warps)
+        REMOVE=remove, num_warps=warps)
 
 
 def main(argv: list[str]) -> int:
@@ -263,10 +276,11 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--warps", default="4,8")
     parser.add_argument("--asynchronous", default="0,1")
     parser.add_argument("--persistent", default="0,1", help="0: a CTA a tile, 1: a CTA an SM")
+    parser.add_argument("--remove", default="0", help="REMOVE values to time (the kernel's docstring)")
     args = parser.parse_args(argv)
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     numbers = {name: list(map(int, getattr(args, name).split(","))) for name in
-               ("block_n", "stages", "warps", "asynchronous", "persistent")}
+               ("block_n", "stages", "warps", "asynchronous", "persistent", "remove")}
     for h, t, n, c, configurations in update_cases(args):
         made = {}
 
@@ -281,11 +295,14 @@ def main(argv: list[str]) -> int:
             shape = f"BN {block_n} ring {stages} warps {warps} {'persistent' if persistent else 'a CTA a tile'}"
             common = dict(block_n=block_n, stages=stages, warps=warps, programs=sms if persistent else None)
             for phases in phase_sets(args.phases):
-                for asynchronous in numbers["asynchronous"] if phases else (0,):
-                    name = f"{shape}{' async' if asynchronous else ''} phases {''.join(map(str, phases)) or '-'}"
+                for asynchronous, remove in itertools.product(numbers["asynchronous"], numbers["remove"]):
+                    if not phases and (asynchronous or remove):
+                        continue
+                    name = (f"{shape}{' async' if asynchronous else ''}{f' without {remove}' if remove else ''} "
+                            f"phases {''.join(map(str, phases)) or '-'}")
                     configurations.append((name, lambda o=dict(common, products=bool(phases),
-                                                               asynchronous=bool(asynchronous)), t=t, c=c:
-                                           onepass_update(h, t, n, c, planes(), **o)))
+                                                               asynchronous=bool(asynchronous), remove=remove), t=t,
+                                           c=c: onepass_update(h, t, n, c, planes(), **o)))
     return 0
 
 
