@@ -2,7 +2,7 @@
 the products on wgmma (Gluon), against main's (GPU).
 
     python bench/probe_onepass_gluon.py [--shapes 640x512] [--columns 0,128,256,384] [--block-n 64]
-        [--stages 3] [--warps 4,8] [--asynchronous 0,1] [--persistent 0,1] [--phases 234,-] [--reps 7]
+        [--stages 4] [--asynchronous 0,1] [--persistent 0,1] [--remove 0] [--phases 234,-] [--reps 7]
 
 Main's fused update reads C = H[b, c:n, cols] twice (V^T C, then C - V Y),
 and the second read comes from DRAM: at 640x512, c = 0, W = 64 a program
@@ -10,22 +10,22 @@ of its tiles that only reads C twice and writes it once takes ~400 us, one
 that reads it once ~300, the update ~530 (`probe_strip_layout.py`). The
 earlier one-pass probes held V's planes in shared memory and the strip in
 registers or in a two-strip ring, one CTA an SM, loads by thread; their
-copies alone took 400-670 us. Here one CTA (one or two warpgroups) updates
-column tiles of BN columns, V's bf16 planes (made beforehand, as a panel
-could write them; their making is not timed) stream from L2:
+copies alone took 400-670 us. Here one CTA (one warpgroup) updates column
+tiles of BN columns, V's bf16 planes (made beforehand, as a panel could
+write them; their making is not timed) stream from L2:
 
 1. every row block of the strip (BM x BN floats) is requested by TMA at
    once, each on its own mbarrier, into a strip of m / BM slots;
-2. P = V^T C block by block as the slots arrive: V's planes by TMA through
-   a ring of STAGES, C's block split into planes in shared memory, three
-   wgmma (3xBF16, A = V^T through a transposed view);
-3. Y = T^T P (three wgmma), and -Y's planes for the apply;
+2. P^T = C^T V block by block as the slots arrive: C^T's block read from
+   its slot into wgmma's A registers and split there, V's planes by TMA
+   through a ring of STAGES (wgmma's B), three wgmma (3xBF16);
+3. Y^T = P^T T (three wgmma), and -Y^T's planes for the apply;
 4. block by block, C + V (-Y) on wgmma with the accumulator started from
    the slot, written back into the slot and stored by TMA; as a slot's
    store has read it, the program's next tile is requested into it.
 
-With ASYNC a block's wgmma run while the next block's C is split (step 2)
-or the previous block is stored (step 4). Persistent: one CTA an SM walks
+With ASYNC a block's wgmma run while the previous block is stored (step
+4). Persistent: one CTA an SM walks
 the tiles; otherwise one CTA a tile. Phases "-" (the copy): the slots are
 waited for and stored back unchanged, no products: the floor of this
 structure. Rows must come in whole blocks ((n - c) % BM == 0) and W is a
@@ -53,6 +53,7 @@ from triton.experimental.gluon.nvidia.hopper import TensorDescriptor  # noqa: E4
 from probe_strip_stream import case_arguments, phase_sets, update_cases  # noqa: E402
 from probe_ws_update import _split  # noqa: E402
 
+WARPS = 4          # one warpgroup
 BLOCK_M = 64       # rows of a strip slot, and wgmma's M
 
 
@@ -118,27 +119,27 @@ def _store_block(h_desc, strip, arrived, out, i, row0, col0, next_tile, tiles, t
 @gluon.jit
 def onepass_update_kernel(h_desc, v_desc, t_ptr, n, c, col_lo, tiles_n, tiles,
                           W: gl.constexpr, BM: gl.constexpr, BN: gl.constexpr, SLOTS: gl.constexpr,
-                          STAGES: gl.constexpr, WARPS: gl.constexpr, PRODUCTS: gl.constexpr, ASYNC: gl.constexpr,
-                          REMOVE: gl.constexpr):
+                          STAGES: gl.constexpr, PRODUCTS: gl.constexpr, ASYNC: gl.constexpr, REMOVE: gl.constexpr):
     """C[:, cols] := C - V T^T V^T C for the column tiles pid, pid + programs, ... (tile = b tiles_n + j:
     matrix b's columns col_lo + j BN ..), C = H[b, c:, col_lo:] (h_desc: H seen as batch n rows of n),
     C read once (module docstring); V's planes by v_desc (batch x 2 x n x W bf16 seen as rows of W).
     Without PRODUCTS C is read and stored back unchanged. REMOVE (timing only, wrong results) is a sum of
-    1: no strip traffic (no loads nor stores of C), 2: no products, 4: no splits of C."""
-    gl.static_assert(BN == W, "T^T's planes take C's first planes")
+    1: no strip traffic (no loads nor stores of C), 2: no products."""
     LIVE: gl.constexpr = REMOVE % 2 == 0
     MULTIPLY: gl.constexpr = REMOVE // 2 % 2 == 0
-    SPLIT: gl.constexpr = REMOVE // 4 % 2 == 0
     pid = gl.program_id(0)
     programs = gl.num_programs(0)
     blocks = (n - c) // BM
 
-    acc_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, WARPS // 4],
-                                                         instr_shape=[16, BN // (WARPS // 4), 16])
-    rows_layout: gl.constexpr = gl.BlockedLayout([1, 4], [4, 8], [WARPS, 1], [1, 0])
+    acc_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
+                                                         instr_shape=[16, BN, 16])      # BM x BN: the apply
+    t_acc_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
+                                                           instr_shape=[16, W, 16])     # BN x W: P^T, Y^T
+    operand_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=t_acc_layout, k_width=2)
+    rows_layout: gl.constexpr = gl.BlockedLayout([1, 4], [4, 8], [4, 1], [1, 0])
     v_planes: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BM, W], gl.bfloat16)
-    c_planes: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BM, BN], gl.bfloat16)
-    p_planes: gl.constexpr = gl.NVMMASharedLayout.get_default_for([W, BN], gl.bfloat16)
+    y_planes: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BN, W], gl.bfloat16)
+    t_planes: gl.constexpr = gl.NVMMASharedLayout.get_default_for([W, W], gl.bfloat16)
 
     strip = gl.allocate_shared_memory(gl.float32, [SLOTS, BM, BN], h_desc.layout)
     arrived = gl.allocate_shared_memory(gl.int64, [SLOTS, 1], mbarrier.MBarrierLayout())
@@ -150,14 +151,17 @@ def onepass_update_kernel(h_desc, v_desc, t_ptr, n, c, col_lo, tiles_n, tiles,
         v_hi = gl.allocate_shared_memory(gl.bfloat16, [STAGES, BM, W], v_planes)
         v_lo = gl.allocate_shared_memory(gl.bfloat16, [STAGES, BM, W], v_planes)
         v_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-        x_hi = gl.allocate_shared_memory(gl.bfloat16, [2, BM, BN], c_planes)     # by block parity
-        x_lo = gl.allocate_shared_memory(gl.bfloat16, [2, BM, BN], c_planes)
-        y_hi = gl.allocate_shared_memory(gl.bfloat16, [W, BN], p_planes)
-        y_lo = gl.allocate_shared_memory(gl.bfloat16, [W, BN], p_planes)
+        y_hi = gl.allocate_shared_memory(gl.bfloat16, [BN, W], y_planes)        # -Y^T
+        y_lo = gl.allocate_shared_memory(gl.bfloat16, [BN, W], y_planes)
+        t_hi = gl.allocate_shared_memory(gl.bfloat16, [W, W], t_planes)
+        t_lo = gl.allocate_shared_memory(gl.bfloat16, [W, W], t_planes)
         for st in gl.static_range(STAGES):
             mbarrier.init(v_ready.index(st), count=1)
         for first in gl.static_range(STAGES - 1):
             _refill(v_desc, v_hi, v_lo, v_ready, first, pid, programs, tiles, tiles_n, n, c, blocks, BM, STAGES)
+        k_row = gl.arange(0, W, layout=gl.SliceLayout(1, rows_layout))
+        k_col = gl.arange(0, W, layout=gl.SliceLayout(0, rows_layout))
+        t_offsets = gl.expand_dims(k_row, 1) * W + gl.expand_dims(k_col, 0)
 
     for tile in range(pid, tiles, programs):
         k = (tile - pid) // programs                # the program's k-th tile
@@ -166,41 +170,32 @@ def onepass_update_kernel(h_desc, v_desc, t_ptr, n, c, col_lo, tiles_n, tiles,
         row0 = b * n + c
         first_use = 2 * blocks * k
         if PRODUCTS:
-            # ----- P := V^T C, slot by slot as they arrive -----
-            p = gl.zeros([W, BN], gl.float32, acc_layout)
+            t = gl.load(t_ptr + b.to(gl.int64) * W * W + t_offsets)     # used after P: its latency hidden
+
+            # ----- P^T := C^T V, C^T's planes in registers (wgmma's A), slot by slot as they arrive -----
+            p_t = gl.zeros([BN, W], gl.float32, t_acc_layout)
             for i in range(blocks):
                 use = first_use + i
                 stage = use % STAGES
                 if LIVE:
                     mbarrier.wait(arrived.index(i), k & 1)
-                if SPLIT:
-                    _store_planes(strip.index(i).load(rows_layout), x_hi.index(i % 2), x_lo.index(i % 2))
-                fence_async_shared()
+                c_hi, c_lo = _split(strip.index(i).permute((1, 0)).load(operand_layout))
                 mbarrier.wait(v_ready.index(stage), (use // STAGES) & 1)
-                gl.thread_barrier()
                 if MULTIPLY:
-                    p = _mma3(v_hi.index(stage).permute((1, 0)), v_lo.index(stage).permute((1, 0)),
-                              x_hi.index(i % 2), x_lo.index(i % 2), p, ASYNC)
-                    if ASYNC:                       # the previous block's products done: its buffers free
-                        p = warpgroup_mma_wait(num_outstanding=3, deps=(p,))
+                    p_t = _mma3(c_hi, c_lo, v_hi.index(stage), v_lo.index(stage), p_t, False)
                 gl.thread_barrier()
                 _refill(v_desc, v_hi, v_lo, v_ready, use + STAGES - 1, pid, programs, tiles, tiles_n, n, c,
                         blocks, BM, STAGES)
-            if ASYNC and MULTIPLY:
-                p = warpgroup_mma_wait(num_outstanding=0, deps=(p,))
 
-            # ----- -Y := -T^T P (T^T's planes in C's first) -----
-            k_row = gl.arange(0, W, layout=gl.SliceLayout(1, rows_layout))
-            k_col = gl.arange(0, W, layout=gl.SliceLayout(0, rows_layout))
-            t = gl.load(t_ptr + b.to(gl.int64) * W * W + gl.expand_dims(k_col, 0) * W + gl.expand_dims(k_row, 1))
-            _store_planes(t, x_hi.index(0), x_lo.index(0))
-            _store_planes(p, y_hi, y_lo)
+            # ----- -Y^T := -P^T T -----
+            _store_planes(t, t_hi, t_lo)
             fence_async_shared()
             gl.thread_barrier()
-            y = _mma3(x_hi.index(0), x_lo.index(0), y_hi, y_lo, gl.zeros([W, BN], gl.float32, acc_layout), False)
-            gl.thread_barrier()
-            _store_planes(-y, y_hi, y_lo)
+            p_hi, p_lo = _split(gl.convert_layout(p_t, operand_layout))
+            y_t = _mma3(p_hi, p_lo, t_hi, t_lo, gl.zeros([BN, W], gl.float32, t_acc_layout), False)
+            _store_planes(-y_t, y_hi, y_lo)
             fence_async_shared()
+            gl.thread_barrier()
 
             # ----- C := C + V (-Y), slot by slot, stored by TMA; the next tile requested into stored slots -----
             out = gl.zeros([BM, BN], gl.float32, acc_layout)
@@ -208,10 +203,9 @@ def onepass_update_kernel(h_desc, v_desc, t_ptr, n, c, col_lo, tiles_n, tiles,
                 use = first_use + blocks + i
                 stage = use % STAGES
                 mbarrier.wait(v_ready.index(stage), (use // STAGES) & 1)
-                gl.thread_barrier()
                 if ASYNC and MULTIPLY:
-                    token = _mma3(v_hi.index(stage), v_lo.index(stage), y_hi, y_lo, strip.index(i).load(acc_layout),
-                                  True)
+                    token = _mma3(v_hi.index(stage), v_lo.index(stage), y_hi.permute((1, 0)), y_lo.permute((1, 0)),
+                                  strip.index(i).load(acc_layout), True)
                     if i > 0:
                         _store_block(h_desc, strip, arrived, out, i - 1, row0, col0, tile + programs, tiles,
                                      tiles_n, n, c, col_lo, BM, BN, LIVE)
@@ -219,7 +213,8 @@ def onepass_update_kernel(h_desc, v_desc, t_ptr, n, c, col_lo, tiles_n, tiles,
                 else:
                     out = strip.index(i).load(acc_layout)
                     if MULTIPLY:
-                        out = _mma3(v_hi.index(stage), v_lo.index(stage), y_hi, y_lo, out, False)
+                        out = _mma3(v_hi.index(stage), v_lo.index(stage), y_hi.permute((1, 0)), y_lo.permute((1, 0)),
+                                    out, False)
                     _store_block(h_desc, strip, arrived, out, i, row0, col0, tile + programs, tiles, tiles_n, n, c,
                                  col_lo, BM, BN, LIVE)
                 gl.thread_barrier()
@@ -250,8 +245,8 @@ def reflector_planes(h, t, c: int):
     return torch.stack((hi, (v - hi.float()).bfloat16()), dim=1).contiguous()
 
 
-def onepass_update(h, t, n, c, planes, block_n=64, stages=3, warps=4, products=True, asynchronous=False,
-                   programs=None, remove=0):
+def onepass_update(h, t, n, c, planes, block_n=64, stages=4, products=True, asynchronous=False, programs=None,
+                   remove=0):
     """Update columns [c + W, n) of every matrix of h by the pair at c (V's planes `planes`, T = t, W x W),
     on `programs` persistent CTAs (None: one a tile)."""
     batch, width = h.shape[0], t.shape[-1]
@@ -265,22 +260,21 @@ def onepass_update(h, t, n, c, planes, block_n=64, stages=3, warps=4, products=T
     tiles = batch * tiles_n
     return onepass_update_kernel[(min(tiles, programs or tiles),)](
         h_desc, v_desc, t, n, c, c + width, tiles_n, tiles, W=width, BM=BLOCK_M, BN=block_n,
-        SLOTS=triton.cdiv(n, BLOCK_M), STAGES=stages, WARPS=warps, PRODUCTS=products, ASYNC=asynchronous,
-        REMOVE=remove, num_warps=warps)
+        SLOTS=triton.cdiv(n, BLOCK_M), STAGES=stages, PRODUCTS=products, ASYNC=asynchronous, REMOVE=remove,
+        num_warps=WARPS)
 
 
 def main(argv: list[str]) -> int:
     parser = case_arguments(__doc__, "64", "0,128,256,384", "234,-")
     parser.add_argument("--block-n", default="64", help="columns of a tile (W: T^T's planes take C's)")
-    parser.add_argument("--stages", default="3", help="V's ring stages")
-    parser.add_argument("--warps", default="4,8")
+    parser.add_argument("--stages", default="4", help="V's ring stages")
     parser.add_argument("--asynchronous", default="0,1")
     parser.add_argument("--persistent", default="0,1", help="0: a CTA a tile, 1: a CTA an SM")
     parser.add_argument("--remove", default="0", help="REMOVE values to time (the kernel's docstring)")
     args = parser.parse_args(argv)
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     numbers = {name: list(map(int, getattr(args, name).split(","))) for name in
-               ("block_n", "stages", "warps", "asynchronous", "persistent", "remove")}
+               ("block_n", "stages", "asynchronous", "persistent", "remove")}
     for h, t, n, c, configurations in update_cases(args):
         made = {}
 
@@ -290,10 +284,10 @@ def main(argv: list[str]) -> int:
                 made[c] = reflector_planes(h, t, c)
             return made[c]
 
-        for block_n, stages, warps, persistent in itertools.product(
-                numbers["block_n"], numbers["stages"], numbers["warps"], numbers["persistent"]):
-            shape = f"BN {block_n} ring {stages} warps {warps} {'persistent' if persistent else 'a CTA a tile'}"
-            common = dict(block_n=block_n, stages=stages, warps=warps, programs=sms if persistent else None)
+        for block_n, stages, persistent in itertools.product(numbers["block_n"], numbers["stages"],
+                                                             numbers["persistent"]):
+            shape = f"BN {block_n} ring {stages} {'persistent' if persistent else 'a CTA a tile'}"
+            common = dict(block_n=block_n, stages=stages, programs=sms if persistent else None)
             for phases in phase_sets(args.phases):
                 for asynchronous, remove in itertools.product(numbers["asynchronous"], numbers["remove"]):
                     if not phases and (asynchronous or remove):
