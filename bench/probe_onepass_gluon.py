@@ -25,7 +25,8 @@ write them; their making is not timed) stream from L2:
    store has read it, the program's next tile is requested into it.
 
 With ASYNC a block's wgmma run while the previous block is stored (step
-4). Persistent: one CTA an SM walks
+4); with APPLY_T step 4 is C^T + (-Y^T) V^T (the kernel's docstring).
+Persistent: one CTA an SM walks
 the tiles; otherwise one CTA a tile. Phases "-" (the copy): the slots are
 waited for and stored back unchanged, no products: the floor of this
 structure. Rows must come in whole blocks ((n - c) % BM == 0) and W is a
@@ -103,10 +104,14 @@ def _refill(v_desc, v_hi, v_lo, ready, use, pid, programs, tiles, tiles_n, n, c,
 
 @gluon.jit
 def _store_block(h_desc, strip, arrived, out, i, row0, col0, next_tile, tiles, tiles_n, n, c, col_lo,
-                 BM: gl.constexpr, BN: gl.constexpr, LIVE: gl.constexpr):
-    """Slot i := out, stored by TMA (if LIVE) to rows row0 + i BM.. of columns col0..; once the store
-    before it has read its slot (i - 1), the next tile's block i - 1 is requested there."""
-    strip.index(i).store(out)
+                 BM: gl.constexpr, BN: gl.constexpr, LIVE: gl.constexpr, TRANSPOSED: gl.constexpr = False):
+    """Slot i := out (or out^T with TRANSPOSED), stored by TMA (if LIVE) to rows row0 + i BM.. of columns
+    col0..; once the store before it has read its slot (i - 1), the next tile's block i - 1 is requested
+    there."""
+    if TRANSPOSED:
+        strip.index(i).permute((1, 0)).store(out)
+    else:
+        strip.index(i).store(out)
     fence_async_shared()
     gl.thread_barrier()
     if LIVE:
@@ -119,11 +124,14 @@ def _store_block(h_desc, strip, arrived, out, i, row0, col0, next_tile, tiles, t
 @gluon.jit
 def onepass_update_kernel(h_desc, v_desc, t_ptr, n, c, col_lo, tiles_n, tiles,
                           W: gl.constexpr, BM: gl.constexpr, BN: gl.constexpr, SLOTS: gl.constexpr,
-                          STAGES: gl.constexpr, PRODUCTS: gl.constexpr, ASYNC: gl.constexpr, REMOVE: gl.constexpr):
+                          STAGES: gl.constexpr, PRODUCTS: gl.constexpr, ASYNC: gl.constexpr, REMOVE: gl.constexpr,
+                          APPLY_T: gl.constexpr):
     """C[:, cols] := C - V T^T V^T C for the column tiles pid, pid + programs, ... (tile = b tiles_n + j:
     matrix b's columns col_lo + j BN ..), C = H[b, c:, col_lo:] (h_desc: H seen as batch n rows of n),
     C read once (module docstring); V's planes by v_desc (batch x 2 x n x W bf16 seen as rows of W).
-    Without PRODUCTS C is read and stored back unchanged. REMOVE (timing only, wrong results) is a sum of
+    Without PRODUCTS C is read and stored back unchanged. APPLY_T: the apply as C^T + (-Y^T) V^T, -Y^T
+    in wgmma's A registers for every block, C^T's block read and written through a transposed view of
+    its slot (no planes of Y in shared memory). REMOVE (timing only, wrong results) is a sum of
     1: no strip traffic (no loads nor stores of C), 2: no products."""
     LIVE: gl.constexpr = REMOVE % 2 == 0
     MULTIPLY: gl.constexpr = REMOVE // 2 % 2 == 0
@@ -151,8 +159,9 @@ def onepass_update_kernel(h_desc, v_desc, t_ptr, n, c, col_lo, tiles_n, tiles,
         v_hi = gl.allocate_shared_memory(gl.bfloat16, [STAGES, BM, W], v_planes)
         v_lo = gl.allocate_shared_memory(gl.bfloat16, [STAGES, BM, W], v_planes)
         v_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-        y_hi = gl.allocate_shared_memory(gl.bfloat16, [BN, W], y_planes)        # -Y^T
-        y_lo = gl.allocate_shared_memory(gl.bfloat16, [BN, W], y_planes)
+        if not APPLY_T:
+            y_hi = gl.allocate_shared_memory(gl.bfloat16, [BN, W], y_planes)    # -Y^T
+            y_lo = gl.allocate_shared_memory(gl.bfloat16, [BN, W], y_planes)
         t_hi = gl.allocate_shared_memory(gl.bfloat16, [W, W], t_planes)
         t_lo = gl.allocate_shared_memory(gl.bfloat16, [W, W], t_planes)
         for st in gl.static_range(STAGES):
@@ -193,17 +202,28 @@ def onepass_update_kernel(h_desc, v_desc, t_ptr, n, c, col_lo, tiles_n, tiles,
             gl.thread_barrier()
             p_hi, p_lo = _split(gl.convert_layout(p_t, operand_layout))
             y_t = _mma3(p_hi, p_lo, t_hi, t_lo, gl.zeros([BN, W], gl.float32, t_acc_layout), False)
-            _store_planes(-y_t, y_hi, y_lo)
-            fence_async_shared()
+            if APPLY_T:
+                ny_hi, ny_lo = _split(gl.convert_layout(-y_t, operand_layout))
+            else:
+                _store_planes(-y_t, y_hi, y_lo)
+                fence_async_shared()
             gl.thread_barrier()
 
             # ----- C := C + V (-Y), slot by slot, stored by TMA; the next tile requested into stored slots -----
             out = gl.zeros([BM, BN], gl.float32, acc_layout)
+            out_t = gl.zeros([BN, BM], gl.float32, t_acc_layout)
             for i in range(blocks):
                 use = first_use + blocks + i
                 stage = use % STAGES
                 mbarrier.wait(v_ready.index(stage), (use // STAGES) & 1)
-                if ASYNC and MULTIPLY:
+                if APPLY_T:
+                    out_t = strip.index(i).permute((1, 0)).load(t_acc_layout)
+                    if MULTIPLY:
+                        out_t = _mma3(ny_hi, ny_lo, v_hi.index(stage).permute((1, 0)),
+                                      v_lo.index(stage).permute((1, 0)), out_t, False)
+                    _store_block(h_desc, strip, arrived, out_t, i, row0, col0, tile + programs, tiles, tiles_n, n,
+                                 c, col_lo, BM, BN, LIVE, True)
+                elif ASYNC and MULTIPLY:
                     token = _mma3(v_hi.index(stage), v_lo.index(stage), y_hi.permute((1, 0)), y_lo.permute((1, 0)),
                                   strip.index(i).load(acc_layout), True)
                     if i > 0:
@@ -220,7 +240,7 @@ def onepass_update_kernel(h_desc, v_desc, t_ptr, n, c, col_lo, tiles_n, tiles,
                 gl.thread_barrier()
                 _refill(v_desc, v_hi, v_lo, v_ready, use + STAGES - 1, pid, programs, tiles, tiles_n, n, c,
                         blocks, BM, STAGES)
-            if ASYNC and MULTIPLY:
+            if ASYNC and MULTIPLY and not APPLY_T:
                 _store_block(h_desc, strip, arrived, out, blocks - 1, row0, col0, tile + programs, tiles, tiles_n,
                              n, c, col_lo, BM, BN, LIVE)
         else:
@@ -246,7 +266,7 @@ def reflector_planes(h, t, c: int):
 
 
 def onepass_update(h, t, n, c, planes, block_n=64, stages=4, products=True, asynchronous=False, programs=None,
-                   remove=0):
+                   remove=0, transposed_apply=False):
     """Update columns [c + W, n) of every matrix of h by the pair at c (V's planes `planes`, T = t, W x W),
     on `programs` persistent CTAs (None: one a tile)."""
     batch, width = h.shape[0], t.shape[-1]
@@ -261,7 +281,7 @@ def onepass_update(h, t, n, c, planes, block_n=64, stages=4, products=True, asyn
     return onepass_update_kernel[(min(tiles, programs or tiles),)](
         h_desc, v_desc, t, n, c, c + width, tiles_n, tiles, W=width, BM=BLOCK_M, BN=block_n,
         SLOTS=triton.cdiv(n, BLOCK_M), STAGES=stages, PRODUCTS=products, ASYNC=asynchronous, REMOVE=remove,
-        num_warps=WARPS)
+        APPLY_T=transposed_apply, num_warps=WARPS)
 
 
 def main(argv: list[str]) -> int:
@@ -271,10 +291,11 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--asynchronous", default="0,1")
     parser.add_argument("--persistent", default="0,1", help="0: a CTA a tile, 1: a CTA an SM")
     parser.add_argument("--remove", default="0", help="REMOVE values to time (the kernel's docstring)")
+    parser.add_argument("--transposed-apply", default="0,1", help="APPLY_T values (the kernel's docstring)")
     args = parser.parse_args(argv)
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     numbers = {name: list(map(int, getattr(args, name).split(","))) for name in
-               ("block_n", "stages", "asynchronous", "persistent", "remove")}
+               ("block_n", "stages", "asynchronous", "persistent", "remove", "transposed_apply")}
     for h, t, n, c, configurations in update_cases(args):
         made = {}
 
@@ -289,14 +310,16 @@ def main(argv: list[str]) -> int:
             shape = f"BN {block_n} ring {stages} {'persistent' if persistent else 'a CTA a tile'}"
             common = dict(block_n=block_n, stages=stages, programs=sms if persistent else None)
             for phases in phase_sets(args.phases):
-                for asynchronous, remove in itertools.product(numbers["asynchronous"], numbers["remove"]):
-                    if not phases and (asynchronous or remove):
+                for asynchronous, remove, transposed in itertools.product(
+                        numbers["asynchronous"], numbers["remove"], numbers["transposed_apply"]):
+                    if (not phases and (asynchronous or remove or transposed)) or (asynchronous and transposed):
                         continue
-                    name = (f"{shape}{' async' if asynchronous else ''}{f' without {remove}' if remove else ''} "
-                            f"phases {''.join(map(str, phases)) or '-'}")
-                    configurations.append((name, lambda o=dict(common, products=bool(phases),
-                                                               asynchronous=bool(asynchronous), remove=remove), t=t,
-                                           c=c: onepass_update(h, t, n, c, planes(), **o)))
+                    name = (f"{shape}{' async' if asynchronous else ''}{' apply^T' if transposed else ''}"
+                            f"{f' without {remove}' if remove else ''} phases {''.join(map(str, phases)) or '-'}")
+                    options = dict(common, products=bool(phases), asynchronous=bool(asynchronous), remove=remove,
+                                   transposed_apply=bool(transposed))
+                    configurations.append((name, lambda o=options, t=t, c=c: onepass_update(h, t, n, c, planes(),
+                                                                                          **o)))
     return 0
 
 
