@@ -2,7 +2,8 @@
 the products on wgmma (Gluon), against main's (GPU).
 
     python bench/probe_onepass_gluon.py [--shapes 640x512] [--columns 0,128,256,384] [--block-n 64]
-        [--stages 4] [--asynchronous 0,1] [--persistent 0,1] [--remove 0] [--phases 234,-] [--reps 7]
+        [--stages 4] [--asynchronous 0,1] [--persistent 0,1] [--remove 0] [--transposed-apply 0,1]
+        [--specialized 0] [--phases 234,-] [--reps 7]
 
 Main's fused update reads C = H[b, c:n, cols] twice (V^T C, then C - V Y),
 and the second read comes from DRAM: at 640x512, c = 0, W = 64 a program
@@ -26,10 +27,11 @@ write them; their making is not timed) stream from L2:
 
 With ASYNC a block's wgmma run while the previous block is stored (step
 4); with APPLY_T step 4 is C^T + (-Y^T) V^T (the kernel's docstring).
-Persistent: one CTA an SM walks
-the tiles; otherwise one CTA a tile. Phases "-" (the copy): the slots are
-waited for and stored back unchanged, no products: the floor of this
-structure. Rows must come in whole blocks ((n - c) % BM == 0) and W is a
+Persistent: one CTA an SM walks the tiles; otherwise one CTA a tile.
+`--specialized 1` adds build 7 (`onepass_ws_kernel`): the persistent
+APPLY_T form with a producer warp that issues every TMA. Phases "-" (the
+copy): the slots are waited for and stored back unchanged, no products:
+the floor of this structure. Rows must come in whole blocks ((n - c) % BM == 0) and W is a
 pair's 64. Each configuration is checked against main's fused update and
 timed alone (h restored, L2 flushed, queued behind a GPU sleep, the median
 of `reps`).
@@ -54,7 +56,8 @@ from triton.experimental.gluon.nvidia.hopper import TensorDescriptor  # noqa: E4
 from probe_strip_stream import case_arguments, phase_sets, update_cases  # noqa: E402
 from probe_ws_update import _split  # noqa: E402
 
-WARPS = 4          # one warpgroup
+WARPS = 4          # one warpgroup (build 7's consumers; its producer warp comes on top)
+PRODUCER_REGS = 40
 BLOCK_M = 64       # rows of a strip slot, and wgmma's M
 
 
@@ -255,6 +258,139 @@ def onepass_update_kernel(h_desc, v_desc, t_ptr, n, c, col_lo, tiles_n, tiles,
                        LIVE)
 
 
+@gluon.jit
+def _store_and_refill(h_desc, strip, arrived, computed, i, k, row0, col0, next_tile, tiles, tiles_n, n, c, col_lo,
+                      BM: gl.constexpr, BN: gl.constexpr):
+    """Producer: once the consumers have written slot i of the k-th tile, store it by TMA; once the store
+    before it has read its slot (i - 1), request the next tile's block i - 1 there."""
+    mbarrier.wait(computed.index(i), k & 1)
+    tma.async_copy_shared_to_global(h_desc, [row0 + i * BM, col0], strip.index(i))
+    if i > 0:
+        tma.store_wait(pendings=1)
+        _request_block(h_desc, strip, arrived, next_tile, i - 1, tiles, tiles_n, n, c, col_lo, BM, BN, True)
+
+
+@gluon.jit
+def _produce(h_desc, v_desc, strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, n, c, col_lo, tiles_n, tiles,
+             BM: gl.constexpr, BN: gl.constexpr, STAGES: gl.constexpr):
+    """The producer warp: every TMA of the CTA's tiles. V's planes stream through the ring in use order
+    (a tile's 2 blocks uses, each stage reused once the consumers release it); the stores of a tile's
+    slots follow STAGES - 1 uses behind, each followed by the next tile's request into the slot before."""
+    pid = gl.program_id(0)
+    programs = gl.num_programs(0)
+    blocks = (n - c) // BM
+    for i in range(blocks):
+        _request_block(h_desc, strip, arrived, pid, i, tiles, tiles_n, n, c, col_lo, BM, BN, True)
+    for tile in range(pid, tiles, programs):
+        k = (tile - pid) // programs
+        b = tile // tiles_n
+        col0 = col_lo + (tile % tiles_n) * BN
+        row0 = b * n + c
+        for j in range(2 * blocks):
+            use = 2 * blocks * k + j
+            stage = use % STAGES
+            mbarrier.wait(v_empty.index(stage), ((use // STAGES) & 1) ^ 1)
+            r = c + j % blocks * BM
+            mbarrier.expect(v_ready.index(stage), 2 * v_desc.block_type.nbytes)
+            tma.async_copy_global_to_shared(v_desc, [2 * b * n + r, 0], v_ready.index(stage), v_hi.index(stage))
+            tma.async_copy_global_to_shared(v_desc, [(2 * b + 1) * n + r, 0], v_ready.index(stage), v_lo.index(stage))
+            if j >= blocks + STAGES - 1:
+                _store_and_refill(h_desc, strip, arrived, computed, j - blocks - (STAGES - 1), k, row0, col0,
+                                  tile + programs, tiles, tiles_n, n, c, col_lo, BM, BN)
+        for i in range(gl.maximum(blocks - (STAGES - 1), 0), blocks):
+            _store_and_refill(h_desc, strip, arrived, computed, i, k, row0, col0, tile + programs, tiles, tiles_n, n,
+                              c, col_lo, BM, BN)
+        tma.store_wait(pendings=0)
+        _request_block(h_desc, strip, arrived, tile + programs, blocks - 1, tiles, tiles_n, n, c, col_lo, BM, BN,
+                       True)
+
+
+@gluon.jit
+def _consume(strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, t_hi, t_lo, t_ptr, n, c, tiles_n, tiles,
+             W: gl.constexpr, BM: gl.constexpr, BN: gl.constexpr, STAGES: gl.constexpr):
+    """The consumer warpgroup: build 6's products (P^T = C^T V, -Y^T = -P^T T, C^T + (-Y^T) V^T) on the slots
+    and V's ring that the producer fills, releasing each ring stage after its products and each slot once
+    written back."""
+    pid = gl.program_id(0)
+    programs = gl.num_programs(0)
+    blocks = (n - c) // BM
+    t_acc_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
+                                                           instr_shape=[16, W, 16])
+    operand_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=t_acc_layout, k_width=2)
+    rows_layout: gl.constexpr = gl.BlockedLayout([1, 4], [4, 8], [4, 1], [1, 0])
+    k_row = gl.arange(0, W, layout=gl.SliceLayout(1, rows_layout))
+    k_col = gl.arange(0, W, layout=gl.SliceLayout(0, rows_layout))
+    t_offsets = gl.expand_dims(k_row, 1) * W + gl.expand_dims(k_col, 0)
+    for tile in range(pid, tiles, programs):
+        k = (tile - pid) // programs
+        b = tile // tiles_n
+        t = gl.load(t_ptr + b.to(gl.int64) * W * W + t_offsets)
+
+        # ----- P^T := C^T V -----
+        p_t = gl.zeros([BN, W], gl.float32, t_acc_layout)
+        for i in range(blocks):
+            use = 2 * blocks * k + i
+            stage = use % STAGES
+            mbarrier.wait(arrived.index(i), k & 1)
+            c_hi, c_lo = _split(strip.index(i).permute((1, 0)).load(operand_layout))
+            mbarrier.wait(v_ready.index(stage), (use // STAGES) & 1)
+            p_t = _mma3(c_hi, c_lo, v_hi.index(stage), v_lo.index(stage), p_t, False)
+            mbarrier.arrive(v_empty.index(stage))
+
+        # ----- -Y^T := -P^T T -----
+        _store_planes(t, t_hi, t_lo)
+        fence_async_shared()
+        gl.thread_barrier()
+        p_hi, p_lo = _split(gl.convert_layout(p_t, operand_layout))
+        y_t = _mma3(p_hi, p_lo, t_hi, t_lo, gl.zeros([BN, W], gl.float32, t_acc_layout), False)
+        ny_hi, ny_lo = _split(gl.convert_layout(-y_t, operand_layout))
+
+        # ----- C^T := C^T + (-Y^T) V^T, written back into the slots for the producer to store -----
+        for i in range(blocks):
+            use = 2 * blocks * k + blocks + i
+            stage = use % STAGES
+            mbarrier.wait(v_ready.index(stage), (use // STAGES) & 1)
+            out_t = _mma3(ny_hi, ny_lo, v_hi.index(stage).permute((1, 0)), v_lo.index(stage).permute((1, 0)),
+                          strip.index(i).permute((1, 0)).load(t_acc_layout), False)
+            mbarrier.arrive(v_empty.index(stage))
+            strip.index(i).permute((1, 0)).store(out_t)
+            fence_async_shared()
+            gl.thread_barrier()
+            mbarrier.arrive(computed.index(i))
+
+
+@gluon.jit
+def onepass_ws_kernel(h_desc, v_desc, t_ptr, n, c, col_lo, tiles_n, tiles,
+                      W: gl.constexpr, BM: gl.constexpr, BN: gl.constexpr, SLOTS: gl.constexpr,
+                      STAGES: gl.constexpr, PRODUCER_REGS: gl.constexpr):
+    """Build 7: build 6 (`onepass_update_kernel` with APPLY_T, persistent) warp-specialized, a producer
+    warp issuing every TMA (`_produce`) and the kernel's warpgroup computing (`_consume`); slots and V's
+    stages pass between them by mbarriers (arrived / computed, ready / empty)."""
+    v_planes: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BM, W], gl.bfloat16)
+    t_planes: gl.constexpr = gl.NVMMASharedLayout.get_default_for([W, W], gl.bfloat16)
+    strip = gl.allocate_shared_memory(gl.float32, [SLOTS, BM, BN], h_desc.layout)
+    arrived = gl.allocate_shared_memory(gl.int64, [SLOTS, 1], mbarrier.MBarrierLayout())
+    computed = gl.allocate_shared_memory(gl.int64, [SLOTS, 1], mbarrier.MBarrierLayout())
+    v_hi = gl.allocate_shared_memory(gl.bfloat16, [STAGES, BM, W], v_planes)
+    v_lo = gl.allocate_shared_memory(gl.bfloat16, [STAGES, BM, W], v_planes)
+    v_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    v_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    t_hi = gl.allocate_shared_memory(gl.bfloat16, [W, W], t_planes)
+    t_lo = gl.allocate_shared_memory(gl.bfloat16, [W, W], t_planes)
+    for i in gl.static_range(SLOTS):
+        mbarrier.init(arrived.index(i), count=1)
+        mbarrier.init(computed.index(i), count=1)
+    for st in gl.static_range(STAGES):
+        mbarrier.init(v_ready.index(st), count=1)
+        mbarrier.init(v_empty.index(st), count=1)
+    gl.warp_specialize([
+        (_consume, (strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, t_hi, t_lo, t_ptr, n, c, tiles_n, tiles,
+                    W, BM, BN, STAGES)),
+        (_produce, (h_desc, v_desc, strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, n, c, col_lo, tiles_n,
+                    tiles, BM, BN, STAGES)),
+    ], [1], [PRODUCER_REGS])
+
+
 def reflector_planes(h, t, c: int):
     """V's bf16 planes (hi, lo) of the pair at c, batch x 2 x n x W, rows above c zero (what a panel
     writing them would give)."""
@@ -266,9 +402,9 @@ def reflector_planes(h, t, c: int):
 
 
 def onepass_update(h, t, n, c, planes, block_n=64, stages=4, products=True, asynchronous=False, programs=None,
-                   remove=0, transposed_apply=False):
+                   remove=0, transposed_apply=False, specialized=False):
     """Update columns [c + W, n) of every matrix of h by the pair at c (V's planes `planes`, T = t, W x W),
-    on `programs` persistent CTAs (None: one a tile)."""
+    on `programs` persistent CTAs (None: one a tile); `specialized`: build 7 (`onepass_ws_kernel`)."""
     batch, width = h.shape[0], t.shape[-1]
     assert (n - c) % BLOCK_M == 0 and (n - c - width) % block_n == 0, "whole row blocks and column tiles"
     layout = gl.NVMMASharedLayout.get_default_for([BLOCK_M, block_n], gl.float32)
@@ -278,6 +414,10 @@ def onepass_update(h, t, n, c, planes, block_n=64, stages=4, products=True, asyn
                               v_layout)
     tiles_n = (n - c - width) // block_n
     tiles = batch * tiles_n
+    if specialized:
+        return onepass_ws_kernel[(min(tiles, programs or tiles),)](
+            h_desc, v_desc, t, n, c, c + width, tiles_n, tiles, W=width, BM=BLOCK_M, BN=block_n,
+            SLOTS=triton.cdiv(n, BLOCK_M), STAGES=stages, PRODUCER_REGS=PRODUCER_REGS, num_warps=WARPS)
     return onepass_update_kernel[(min(tiles, programs or tiles),)](
         h_desc, v_desc, t, n, c, c + width, tiles_n, tiles, W=width, BM=BLOCK_M, BN=block_n,
         SLOTS=triton.cdiv(n, BLOCK_M), STAGES=stages, PRODUCTS=products, ASYNC=asynchronous, REMOVE=remove,
@@ -292,6 +432,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--persistent", default="0,1", help="0: a CTA a tile, 1: a CTA an SM")
     parser.add_argument("--remove", default="0", help="REMOVE values to time (the kernel's docstring)")
     parser.add_argument("--transposed-apply", default="0,1", help="APPLY_T values (the kernel's docstring)")
+    parser.add_argument("--specialized", default="0", help="1: build 7 too (persistent, apply^T), at each ring")
     args = parser.parse_args(argv)
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     numbers = {name: list(map(int, getattr(args, name).split(","))) for name in
@@ -320,6 +461,9 @@ def main(argv: list[str]) -> int:
                                    transposed_apply=bool(transposed))
                     configurations.append((name, lambda o=options, t=t, c=c: onepass_update(h, t, n, c, planes(),
                                                                                           **o)))
+            if persistent and args.specialized == "1":
+                configurations.append((f"{shape} specialized phases 234", lambda o=common, t=t, c=c: onepass_update(
+                    h, t, n, c, planes(), specialized=True, **o)))
     return 0
 
 
