@@ -53,6 +53,7 @@ from triton.experimental.gluon.language.nvidia.hopper import (  # noqa: E402
     fence_async_shared, mbarrier, tma, warpgroup_mma, warpgroup_mma_wait)
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor  # noqa: E402
 
+from probe_strip_layout import reflector_planes  # noqa: E402
 from probe_strip_stream import case_arguments, phase_sets, update_cases  # noqa: E402
 from probe_ws_update import _split  # noqa: E402
 
@@ -391,16 +392,6 @@ def onepass_ws_kernel(h_desc, v_desc, t_ptr, n, c, col_lo, tiles_n, tiles,
     ], [1], [PRODUCER_REGS])
 
 
-def reflector_planes(h, t, c: int):
-    """V's bf16 planes (hi, lo) of the pair at c, batch x 2 x n x W, rows above c zero (what a panel
-    writing them would give)."""
-    width = t.shape[-1]
-    v = h[:, :, c:c + width].tril(-c - 1)
-    v[:, c + torch.arange(width), torch.arange(width)] = 1.0
-    hi = v.bfloat16()
-    return torch.stack((hi, (v - hi.float()).bfloat16()), dim=1).contiguous()
-
-
 def onepass_update(h, t, n, c, planes, block_n=64, stages=4, products=True, asynchronous=False, programs=None,
                    remove=0, transposed_apply=False, specialized=False):
     """Update columns [c + W, n) of every matrix of h by the pair at c (V's planes `planes`, T = t, W x W),
@@ -443,7 +434,7 @@ def main(argv: list[str]) -> int:
         def planes(t=t, c=c):
             """V's planes, made from h at the first launch (h is pristine then; V's columns change later)."""
             if c not in made:
-                made[c] = reflector_planes(h, t, c)
+                made[c] = reflector_planes(h, c, t.shape[-1])
             return made[c]
 
         for block_n, stages, persistent in itertools.product(numbers["block_n"], numbers["stages"],

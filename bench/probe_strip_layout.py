@@ -220,11 +220,11 @@ def layout_update(x, planes, t, n, c, strip, mode, **options):
         x, planes, t, n, c, c + WIDTH, n, STRIP=strip, MODE=MODES[mode], W=WIDTH, **options)
 
 
-def reflector_planes(h, c: int):
-    """V's bf16 planes (hi, lo) of the W columns at c: batch x 2 x n x W, rows above c zero."""
-    n = h.shape[-1]
-    v = h[:, :, c:c + WIDTH].tril(-c - 1)
-    v[:, c + torch.arange(WIDTH), torch.arange(WIDTH)] = 1.0
+def reflector_planes(h, c: int, width: int = WIDTH):
+    """V's bf16 planes (hi, lo) of the `width` columns at c: batch x 2 x n x width, rows above c zero (what a
+    panel writing them would give)."""
+    v = h[:, :, c:c + width].tril(-c - 1)
+    v[:, c + torch.arange(width), torch.arange(width)] = 1.0
     hi = v.bfloat16()
     return torch.stack((hi, (v - hi.float()).bfloat16()), dim=1).contiguous()
 
