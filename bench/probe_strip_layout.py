@@ -1,7 +1,7 @@
 """The fused trailing update and copies of its columns with H stored in other layouts (GPU).
 
     python bench/probe_strip_layout.py [--shapes 640x512] [--columns 0,128,256,384] [--layouts 0,1,64,128]
-        [--reps 7]
+        [--variants base,masked,...] [--reps 7]
 
 The update's columns move at a copy's rate, and a copy of them (one read,
 one write of C = H[b, c:n, c + W:n], rows of 1.8 KB out of 2 KB) takes
@@ -21,9 +21,12 @@ main's fused update, the same update with the layout's addresses
 (`_layout_update_kernel`, otherwise `_wy_update_kernel`'s algorithm and
 tiles), and the update's traffic without its products: C read once and
 written once, and C read twice and written once; then a copy of as many
-contiguous floats. Each update is checked against main's (the result put
-back in row-major order); each timing restores h, flushes L2 and takes
-the median of `reps` launches queued behind a GPU sleep.
+contiguous floats. Then, row-major, the update's VARIANTS: main's column
+masks, V read as bf16 planes made beforehand, eviction hints, Triton's
+software pipelining, other tiles and warps. Each update is checked
+against main's (the result put back in row-major order); each timing
+restores h, flushes L2 and takes the median of `reps` launches queued
+behind a GPU sleep.
 """
 import argparse
 import os
@@ -73,7 +76,8 @@ def _load_rows(h_ptr, p_ptr, rows, c, n, col0, cols, col_hi, STRIP: tl.constexpr
     tile = tl.load(h_ptr + _offsets(rows, col0, cols, n, STRIP), mask=c_mask, other=0.0, eviction_policy=HINT)
     if PLANES:
         plane = p_ptr + rows[:, None] * W + k[None, :]
-        v = (tl.load(plane, mask=inside[:, None], other=0.0), tl.load(plane + n * W, mask=inside[:, None], other=0.0))
+        v = (tl.load(plane, mask=inside[:, None], other=0.0),
+             tl.load(plane + n * W, mask=inside[:, None], other=0.0))
     else:
         v_mask = inside[:, None]
         if MASKED:
@@ -172,8 +176,9 @@ def _layout_update_kernel(h_ptr, p_ptr, t_ptr, n, c, col_lo, col_hi, STRIP: tl.c
                 rows = last - i * BLOCK_M + tl.arange(0, BLOCK_M)
                 v, tile = _load_rows(h_ptr, p_ptr, rows, c, n, col0, cols, col_hi, STRIP, W, MASKED, PLANES,
                                      second)
-                tl.store(h_ptr + _offsets(rows, col0, cols, n, STRIP), _reflect_rows(v, tile, y_big, y_small, PLANES),
-                         mask=(rows < n)[:, None] & store_mask, eviction_policy=second)
+                tl.store(h_ptr + _offsets(rows, col0, cols, n, STRIP),
+                         _reflect_rows(v, tile, y_big, y_small, PLANES), mask=(rows < n)[:, None] & store_mask,
+                         eviction_policy=second)
 
 
 def to_layout(h, strip: int):
@@ -251,9 +256,10 @@ def main(argv: list[str]) -> int:
                                queued=True)
             print(f"{'main fused (row-major)':36s} {median:9.1f} us   {kernel.n_regs} regs", flush=True)
             planes = reflector_planes(pristine, c)
-            cases = [(f"layout {strip} {mode}", strip, mode, {}) for strip in map(int, filter(None, args.layouts.split(",")))
-                     for mode in MODES]
-            cases += [(f"row-major {name}", 0, "update", VARIANTS[name]) for name in filter(None, args.variants.split(","))]
+            layouts = map(int, filter(None, args.layouts.split(",")))
+            cases = [(f"layout {strip} {mode}", strip, mode, {}) for strip in layouts for mode in MODES]
+            cases += [(f"row-major {name}", 0, "update", VARIANTS[name])
+                      for name in filter(None, args.variants.split(","))]
             for name, strip, mode, options in cases:
                 source = to_layout(pristine, strip)
                 x = source.clone()
