@@ -31,10 +31,10 @@ Persistent: one CTA an SM walks the tiles; otherwise one CTA a tile.
 `--specialized 1` adds build 7 (`onepass_ws_kernel`): the persistent
 APPLY_T form with a producer warp that issues every TMA. Phases "-" (the
 copy): the slots are waited for and stored back unchanged, no products:
-the floor of this structure. Rows must come in whole blocks ((n - c) % BM == 0) and W is a
-pair's 64. Each configuration is checked against main's fused update and
-timed alone (h restored, L2 flushed, queued behind a GPU sleep, the median
-of `reps`).
+the floor of this structure. Rows must come in whole blocks ((n - c) % BM
+== 0) and W is a pair's 64. Each configuration is checked against main's
+fused update and timed alone (h restored, L2 flushed, queued behind a GPU
+sleep, the median of `reps`).
 """
 import itertools
 import os
@@ -72,8 +72,8 @@ def _store_planes(x, x_hi, x_lo):
 
 @gluon.jit
 def _mma3(a_hi, a_lo, b_hi, b_lo, acc, ASYNC: gl.constexpr):
-    """acc + a b on wgmma from the operands' bf16 planes in shared memory (3xBF16, lo x lo dropped); with
-    ASYNC three wgmma groups left in flight."""
+    """acc + a b on wgmma from the operands' bf16 planes (a's in shared memory or in registers, b's in shared
+    memory; 3xBF16, lo x lo dropped); with ASYNC three wgmma groups left in flight."""
     acc = warpgroup_mma(a_lo, b_hi, acc, is_async=ASYNC)
     acc = warpgroup_mma(a_hi, b_lo, acc, is_async=ASYNC)
     return warpgroup_mma(a_hi, b_hi, acc, is_async=ASYNC)
