@@ -3,7 +3,7 @@ the products on wgmma (Gluon), against main's (GPU).
 
     python bench/probe_onepass_gluon.py [--shapes 640x512] [--columns 0,128,256,384] [--block-n 64]
         [--stages 4] [--asynchronous 0,1] [--persistent 0,1] [--remove 0] [--transposed-apply 0,1]
-        [--specialized 0] [--phases 234,-] [--reps 7]
+        [--specialized 1,2] [--phases 234,-] [--reps 7]
 
 Main's fused update reads C = H[b, c:n, cols] twice (V^T C, then C - V Y),
 and the second read comes from DRAM: at 640x512, c = 0, W = 64 a program
@@ -29,10 +29,11 @@ With ASYNC a block's wgmma run while the previous block is stored (step
 4); with APPLY_T step 4 is C^T + (-Y^T) V^T (the kernel's docstring).
 Persistent: one CTA an SM walks the tiles; otherwise one CTA a tile.
 `--specialized 1` adds build 7 (`onepass_ws_kernel`): the persistent
-APPLY_T form with a producer warp that issues every TMA. Phases "-" (the
-copy): the slots are waited for and stored back unchanged, no products:
-the floor of this structure. Rows must come in whole blocks ((n - c) % BM
-== 0) and W is a pair's 64. Each configuration is checked against main's
+APPLY_T form with a producer warp that issues every TMA; 2 adds build 8
+(`onepass_ws2_kernel`): build 7 with two consumer warpgroups on alternate
+row blocks. Phases "-" (the copy): the slots are waited for and stored
+back unchanged, no products: the floor of this structure. Rows must come
+in whole blocks ((n - c) % BM == 0) and W is a pair's 64. Each configuration is checked against main's
 fused update and timed alone (h restored, L2 flushed, queued behind a GPU
 sleep, the median of `reps`).
 """
@@ -59,6 +60,7 @@ from probe_ws_update import _split  # noqa: E402
 
 WARPS = 4          # one warpgroup (build 7's consumers; its producer warp comes on top)
 PRODUCER_REGS = 40
+CONSUMER_REGS = 160    # build 8's second consumer warpgroup (a worker partition)
 BLOCK_M = 64       # rows of a strip slot, and wgmma's M
 
 
@@ -392,10 +394,119 @@ def onepass_ws_kernel(h_desc, v_desc, t_ptr, n, c, col_lo, tiles_n, tiles,
     ], [1], [PRODUCER_REGS])
 
 
+@gluon.jit
+def _consume_part(strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, t_hi, t_lo, p_sum, p_bars, t_ptr, n, c,
+                  tiles_n, tiles, W: gl.constexpr, BM: gl.constexpr, BN: gl.constexpr, STAGES: gl.constexpr,
+                  PART: gl.constexpr):
+    """One of build 8's two consumer warpgroups: `_consume` on the row blocks i = PART (mod 2) only. The
+    two partial sums of P^T meet in p_sum (part 1 stores its own, arrives p_bars[0]; part 0 adds it to its
+    own in that order, stores the sum and T's planes, arrives p_bars[1]); part 1 arrives p_bars[2] once its
+    Y^T is formed, before part 0 overwrites T's planes for the next tile. Both form -Y^T from the same sum."""
+    pid = gl.program_id(0)
+    programs = gl.num_programs(0)
+    blocks = (n - c) // BM
+    t_acc_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
+                                                           instr_shape=[16, W, 16])
+    operand_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=t_acc_layout, k_width=2)
+    rows_layout: gl.constexpr = gl.BlockedLayout([1, 4], [4, 8], [4, 1], [1, 0])
+    k_row = gl.arange(0, W, layout=gl.SliceLayout(1, rows_layout))
+    k_col = gl.arange(0, W, layout=gl.SliceLayout(0, rows_layout))
+    t_offsets = gl.expand_dims(k_row, 1) * W + gl.expand_dims(k_col, 0)
+    for tile in range(pid, tiles, programs):
+        k = (tile - pid) // programs
+        b = tile // tiles_n
+
+        # ----- this part's share of P^T := C^T V -----
+        p_t = gl.zeros([BN, W], gl.float32, t_acc_layout)
+        for i in range(PART, blocks, 2):
+            use = 2 * blocks * k + i
+            stage = use % STAGES
+            mbarrier.wait(arrived.index(i), k & 1)
+            c_hi, c_lo = _split(strip.index(i).permute((1, 0)).load(operand_layout))
+            mbarrier.wait(v_ready.index(stage), (use // STAGES) & 1)
+            p_t = _mma3(c_hi, c_lo, v_hi.index(stage), v_lo.index(stage), p_t, False)
+            mbarrier.arrive(v_empty.index(stage))
+
+        # ----- the two shares summed; -Y^T := -P^T T in both parts -----
+        if PART == 1:
+            p_sum.store(p_t)
+            mbarrier.arrive(p_bars.index(0))
+            mbarrier.wait(p_bars.index(1), k & 1)
+            p_t = p_sum.load(t_acc_layout)
+        else:
+            t = gl.load(t_ptr + b.to(gl.int64) * W * W + t_offsets)
+            mbarrier.wait(p_bars.index(2), (k & 1) ^ 1)         # part 1 done with the last tile's T planes
+            _store_planes(t, t_hi, t_lo)
+            fence_async_shared()
+            mbarrier.wait(p_bars.index(0), k & 1)
+            p_t = p_t + p_sum.load(t_acc_layout)
+            gl.thread_barrier()
+            p_sum.store(p_t)
+            mbarrier.arrive(p_bars.index(1))
+        p_hi, p_lo = _split(gl.convert_layout(p_t, operand_layout))
+        y_t = _mma3(p_hi, p_lo, t_hi, t_lo, gl.zeros([BN, W], gl.float32, t_acc_layout), False)
+        if PART == 1:
+            mbarrier.arrive(p_bars.index(2))
+        ny_hi, ny_lo = _split(gl.convert_layout(-y_t, operand_layout))
+
+        # ----- this part's blocks of C^T := C^T + (-Y^T) V^T, written back for the producer to store -----
+        for i in range(PART, blocks, 2):
+            use = 2 * blocks * k + blocks + i
+            stage = use % STAGES
+            mbarrier.wait(v_ready.index(stage), (use // STAGES) & 1)
+            out_t = _mma3(ny_hi, ny_lo, v_hi.index(stage).permute((1, 0)), v_lo.index(stage).permute((1, 0)),
+                          strip.index(i).permute((1, 0)).load(t_acc_layout), False)
+            mbarrier.arrive(v_empty.index(stage))
+            strip.index(i).permute((1, 0)).store(out_t)
+            fence_async_shared()
+            gl.thread_barrier()
+            mbarrier.arrive(computed.index(i))
+
+
+@gluon.jit
+def onepass_ws2_kernel(h_desc, v_desc, t_ptr, n, c, col_lo, tiles_n, tiles,
+                       W: gl.constexpr, BM: gl.constexpr, BN: gl.constexpr, SLOTS: gl.constexpr,
+                       STAGES: gl.constexpr, PRODUCER_REGS: gl.constexpr, CONSUMER_REGS: gl.constexpr):
+    """Build 8: build 7 with two consumer warpgroups (`_consume_part`: the kernel's warpgroup and a worker
+    partition of 4 warps), each taking alternate row blocks of a tile, and the same producer warp
+    (`_produce`)."""
+    v_planes: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BM, W], gl.bfloat16)
+    t_planes: gl.constexpr = gl.NVMMASharedLayout.get_default_for([W, W], gl.bfloat16)
+    sum_layout: gl.constexpr = gl.SwizzledSharedLayout(vec=1, per_phase=1, max_phase=1, order=[1, 0])
+    strip = gl.allocate_shared_memory(gl.float32, [SLOTS, BM, BN], h_desc.layout)
+    arrived = gl.allocate_shared_memory(gl.int64, [SLOTS, 1], mbarrier.MBarrierLayout())
+    computed = gl.allocate_shared_memory(gl.int64, [SLOTS, 1], mbarrier.MBarrierLayout())
+    v_hi = gl.allocate_shared_memory(gl.bfloat16, [STAGES, BM, W], v_planes)
+    v_lo = gl.allocate_shared_memory(gl.bfloat16, [STAGES, BM, W], v_planes)
+    v_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    v_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    t_hi = gl.allocate_shared_memory(gl.bfloat16, [W, W], t_planes)
+    t_lo = gl.allocate_shared_memory(gl.bfloat16, [W, W], t_planes)
+    p_sum = gl.allocate_shared_memory(gl.float32, [BN, W], sum_layout)
+    p_bars = gl.allocate_shared_memory(gl.int64, [3, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(SLOTS):
+        mbarrier.init(arrived.index(i), count=1)
+        mbarrier.init(computed.index(i), count=1)
+    for st in gl.static_range(STAGES):
+        mbarrier.init(v_ready.index(st), count=1)
+        mbarrier.init(v_empty.index(st), count=1)
+    for i in gl.static_range(3):
+        mbarrier.init(p_bars.index(i), count=1)
+    gl.warp_specialize([
+        (_consume_part, (strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, t_hi, t_lo, p_sum, p_bars, t_ptr, n,
+                         c, tiles_n, tiles, W, BM, BN, STAGES, 0)),
+        (_consume_part, (strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, t_hi, t_lo, p_sum, p_bars, t_ptr, n,
+                         c, tiles_n, tiles, W, BM, BN, STAGES, 1)),
+        (_produce, (h_desc, v_desc, strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, n, c, col_lo, tiles_n,
+                    tiles, BM, BN, STAGES)),
+    ], [4, 1], [CONSUMER_REGS, PRODUCER_REGS])
+
+
 def onepass_update(h, t, n, c, planes, block_n=64, stages=4, products=True, asynchronous=False, programs=None,
-                   remove=0, transposed_apply=False, specialized=False):
+                   remove=0, transposed_apply=False, specialized=0):
     """Update columns [c + W, n) of every matrix of h by the pair at c (V's planes `planes`, T = t, W x W),
-    on `programs` persistent CTAs (None: one a tile); `specialized`: build 7 (`onepass_ws_kernel`)."""
+    on `programs` persistent CTAs (None: one a tile); `specialized` 1: build 7 (`onepass_ws_kernel`), 2:
+    build 8 (`onepass_ws2_kernel`)."""
     batch, width = h.shape[0], t.shape[-1]
     assert (n - c) % BLOCK_M == 0 and (n - c - width) % block_n == 0, "whole row blocks and column tiles"
     layout = gl.NVMMASharedLayout.get_default_for([BLOCK_M, block_n], gl.float32)
@@ -406,9 +517,11 @@ def onepass_update(h, t, n, c, planes, block_n=64, stages=4, products=True, asyn
     tiles_n = (n - c - width) // block_n
     tiles = batch * tiles_n
     if specialized:
-        return onepass_ws_kernel[(min(tiles, programs or tiles),)](
+        kernel, registers = ((onepass_ws_kernel, {}) if specialized == 1 else
+                             (onepass_ws2_kernel, {"CONSUMER_REGS": CONSUMER_REGS}))
+        return kernel[(min(tiles, programs or tiles),)](
             h_desc, v_desc, t, n, c, c + width, tiles_n, tiles, W=width, BM=BLOCK_M, BN=block_n,
-            SLOTS=triton.cdiv(n, BLOCK_M), STAGES=stages, PRODUCER_REGS=PRODUCER_REGS, num_warps=WARPS)
+            SLOTS=triton.cdiv(n, BLOCK_M), STAGES=stages, PRODUCER_REGS=PRODUCER_REGS, num_warps=WARPS, **registers)
     return onepass_update_kernel[(min(tiles, programs or tiles),)](
         h_desc, v_desc, t, n, c, c + width, tiles_n, tiles, W=width, BM=BLOCK_M, BN=block_n,
         SLOTS=triton.cdiv(n, BLOCK_M), STAGES=stages, PRODUCTS=products, ASYNC=asynchronous, REMOVE=remove,
@@ -423,7 +536,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--persistent", default="0,1", help="0: a CTA a tile, 1: a CTA an SM")
     parser.add_argument("--remove", default="0", help="REMOVE values to time (the kernel's docstring)")
     parser.add_argument("--transposed-apply", default="0,1", help="APPLY_T values (the kernel's docstring)")
-    parser.add_argument("--specialized", default="0", help="1: build 7 too (persistent, apply^T), at each ring")
+    parser.add_argument("--specialized", default="", help="builds 7 (1) and 8 (2) too, persistent, at each ring")
     args = parser.parse_args(argv)
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     numbers = {name: list(map(int, getattr(args, name).split(","))) for name in
@@ -452,9 +565,10 @@ def main(argv: list[str]) -> int:
                                    transposed_apply=bool(transposed))
                     configurations.append((name, lambda o=options, t=t, c=c: onepass_update(h, t, n, c, planes(),
                                                                                           **o)))
-            if persistent and args.specialized == "1":
-                configurations.append((f"{shape} specialized phases 234", lambda o=common, t=t, c=c: onepass_update(
-                    h, t, n, c, planes(), specialized=True, **o)))
+            for specialized in map(int, filter(None, args.specialized.split(",")) if persistent else ()):
+                configurations.append((f"{shape} build {6 + specialized} phases 234",
+                                       lambda o=common, which=specialized, t=t, c=c: onepass_update(
+                                           h, t, n, c, planes(), specialized=which, **o)))
     return 0
 
 
