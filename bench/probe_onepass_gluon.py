@@ -29,9 +29,8 @@ With ASYNC a block's wgmma run while the previous block is stored (step
 4); with APPLY_T step 4 is C^T + (-Y^T) V^T (the kernel's docstring).
 Persistent: one CTA an SM walks the tiles; otherwise one CTA a tile.
 `--specialized 1` adds build 7 (`onepass_ws_kernel`): the persistent
-APPLY_T form with a producer warp that issues every TMA; 2 adds build 8
-(`onepass_ws2_kernel`): build 7 with two consumer warpgroups on alternate
-row blocks. Phases "-" (the copy): the slots are waited for and stored
+APPLY_T form with a producer warp that issues every TMA; 2 adds build 8:
+build 7 with two consumer warpgroups on alternate row blocks. Phases "-" (the copy): the slots are waited for and stored
 back unchanged, no products: the floor of this structure. Rows must come
 in whole blocks ((n - c) % BM == 0) and W is a pair's 64. Each configuration is checked against main's
 fused update and timed alone (h restored, L2 flushed, queued behind a GPU
@@ -309,11 +308,16 @@ def _produce(h_desc, v_desc, strip, arrived, computed, v_hi, v_lo, v_ready, v_em
 
 
 @gluon.jit
-def _consume(strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, t_hi, t_lo, t_ptr, n, c, tiles_n, tiles,
-             W: gl.constexpr, BM: gl.constexpr, BN: gl.constexpr, STAGES: gl.constexpr):
-    """The consumer warpgroup: build 6's products (P^T = C^T V, -Y^T = -P^T T, C^T + (-Y^T) V^T) on the slots
-    and V's ring that the producer fills, releasing each ring stage after its products and each slot once
-    written back."""
+def _consume(strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, t_hi, t_lo, p_sum, p_bars, t_ptr, n, c, tiles_n,
+             tiles, W: gl.constexpr, BM: gl.constexpr, BN: gl.constexpr, STAGES: gl.constexpr, PART: gl.constexpr,
+             PARTS: gl.constexpr):
+    """A consumer warpgroup: build 6's products (P^T = C^T V, -Y^T = -P^T T, C^T + (-Y^T) V^T) on the row
+    blocks i = PART (mod PARTS) of the slots and V's ring that the producer fills, releasing each ring stage
+    after its products and each slot once written back. With two parts the partial sums of P^T meet in
+    p_sum (part 1 stores its own and arrives p_bars[0]; part 0 adds it to its own in that order, stores
+    the sum and T's planes, arrives p_bars[1]); part 1 arrives p_bars[2] once its Y^T is formed, before
+    part 0 overwrites T's planes for the next tile. Both form -Y^T from the same sum. (With one part
+    p_sum and p_bars are not used.)"""
     pid = gl.program_id(0)
     programs = gl.num_programs(0)
     blocks = (n - c) // BM
@@ -327,11 +331,11 @@ def _consume(strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, t_hi, t_lo,
     for tile in range(pid, tiles, programs):
         k = (tile - pid) // programs
         b = tile // tiles_n
-        t = gl.load(t_ptr + b.to(gl.int64) * W * W + t_offsets)
+        t = gl.load(t_ptr + b.to(gl.int64) * W * W + t_offsets)     # used after P: its latency hidden
 
-        # ----- P^T := C^T V -----
+        # ----- this part's share of P^T := C^T V -----
         p_t = gl.zeros([BN, W], gl.float32, t_acc_layout)
-        for i in range(blocks):
+        for i in range(PART, blocks, PARTS):
             use = 2 * blocks * k + i
             stage = use % STAGES
             mbarrier.wait(arrived.index(i), k & 1)
@@ -340,16 +344,33 @@ def _consume(strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, t_hi, t_lo,
             p_t = _mma3(c_hi, c_lo, v_hi.index(stage), v_lo.index(stage), p_t, False)
             mbarrier.arrive(v_empty.index(stage))
 
-        # ----- -Y^T := -P^T T -----
-        _store_planes(t, t_hi, t_lo)
-        fence_async_shared()
-        gl.thread_barrier()
+        # ----- the shares summed; -Y^T := -P^T T -----
+        if PARTS == 1:
+            _store_planes(t, t_hi, t_lo)
+            fence_async_shared()
+            gl.thread_barrier()
+        elif PART == 1:
+            p_sum.store(p_t)
+            mbarrier.arrive(p_bars.index(0))
+            mbarrier.wait(p_bars.index(1), k & 1)
+            p_t = p_sum.load(t_acc_layout)
+        else:
+            mbarrier.wait(p_bars.index(2), (k & 1) ^ 1)         # part 1 done with the last tile's T planes
+            _store_planes(t, t_hi, t_lo)
+            fence_async_shared()
+            mbarrier.wait(p_bars.index(0), k & 1)
+            p_t = p_t + p_sum.load(t_acc_layout)
+            gl.thread_barrier()
+            p_sum.store(p_t)
+            mbarrier.arrive(p_bars.index(1))
         p_hi, p_lo = _split(gl.convert_layout(p_t, operand_layout))
         y_t = _mma3(p_hi, p_lo, t_hi, t_lo, gl.zeros([BN, W], gl.float32, t_acc_layout), False)
+        if PARTS == 2 and PART == 1:
+            mbarrier.arrive(p_bars.index(2))
         ny_hi, ny_lo = _split(gl.convert_layout(-y_t, operand_layout))
 
-        # ----- C^T := C^T + (-Y^T) V^T, written back into the slots for the producer to store -----
-        for i in range(blocks):
+        # ----- this part's blocks of C^T := C^T + (-Y^T) V^T, written back for the producer to store -----
+        for i in range(PART, blocks, PARTS):
             use = 2 * blocks * k + blocks + i
             stage = use % STAGES
             mbarrier.wait(v_ready.index(stage), (use // STAGES) & 1)
@@ -365,10 +386,12 @@ def _consume(strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, t_hi, t_lo,
 @gluon.jit
 def onepass_ws_kernel(h_desc, v_desc, t_ptr, n, c, col_lo, tiles_n, tiles,
                       W: gl.constexpr, BM: gl.constexpr, BN: gl.constexpr, SLOTS: gl.constexpr,
-                      STAGES: gl.constexpr, PRODUCER_REGS: gl.constexpr):
-    """Build 7: build 6 (`onepass_update_kernel` with APPLY_T, persistent) warp-specialized, a producer
-    warp issuing every TMA (`_produce`) and the kernel's warpgroup computing (`_consume`); slots and V's
-    stages pass between them by mbarriers (arrived / computed, ready / empty)."""
+                      STAGES: gl.constexpr, CONSUMERS: gl.constexpr, PRODUCER_REGS: gl.constexpr,
+                      CONSUMER_REGS: gl.constexpr):
+    """Build 6 (`onepass_update_kernel` with APPLY_T, persistent) warp-specialized: a producer warp issuing
+    every TMA (`_produce`) and CONSUMERS warpgroups computing (`_consume`): build 7 the kernel's
+    warpgroup, build 8 that and a worker partition of 4 warps (CONSUMER_REGS registers) on alternate row
+    blocks. Slots and V's stages pass between them by mbarriers (arrived / computed, ready / empty)."""
     v_planes: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BM, W], gl.bfloat16)
     t_planes: gl.constexpr = gl.NVMMASharedLayout.get_default_for([W, W], gl.bfloat16)
     strip = gl.allocate_shared_memory(gl.float32, [SLOTS, BM, BN], h_desc.layout)
@@ -386,127 +409,34 @@ def onepass_ws_kernel(h_desc, v_desc, t_ptr, n, c, col_lo, tiles_n, tiles,
     for st in gl.static_range(STAGES):
         mbarrier.init(v_ready.index(st), count=1)
         mbarrier.init(v_empty.index(st), count=1)
-    gl.warp_specialize([
-        (_consume, (strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, t_hi, t_lo, t_ptr, n, c, tiles_n, tiles,
-                    W, BM, BN, STAGES)),
-        (_produce, (h_desc, v_desc, strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, n, c, col_lo, tiles_n,
-                    tiles, BM, BN, STAGES)),
-    ], [1], [PRODUCER_REGS])
-
-
-@gluon.jit
-def _consume_part(strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, t_hi, t_lo, p_sum, p_bars, t_ptr, n, c,
-                  tiles_n, tiles, W: gl.constexpr, BM: gl.constexpr, BN: gl.constexpr, STAGES: gl.constexpr,
-                  PART: gl.constexpr):
-    """One of build 8's two consumer warpgroups: `_consume` on the row blocks i = PART (mod 2) only. The
-    two partial sums of P^T meet in p_sum (part 1 stores its own, arrives p_bars[0]; part 0 adds it to its
-    own in that order, stores the sum and T's planes, arrives p_bars[1]); part 1 arrives p_bars[2] once its
-    Y^T is formed, before part 0 overwrites T's planes for the next tile. Both form -Y^T from the same sum."""
-    pid = gl.program_id(0)
-    programs = gl.num_programs(0)
-    blocks = (n - c) // BM
-    t_acc_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
-                                                           instr_shape=[16, W, 16])
-    operand_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=t_acc_layout, k_width=2)
-    rows_layout: gl.constexpr = gl.BlockedLayout([1, 4], [4, 8], [4, 1], [1, 0])
-    k_row = gl.arange(0, W, layout=gl.SliceLayout(1, rows_layout))
-    k_col = gl.arange(0, W, layout=gl.SliceLayout(0, rows_layout))
-    t_offsets = gl.expand_dims(k_row, 1) * W + gl.expand_dims(k_col, 0)
-    for tile in range(pid, tiles, programs):
-        k = (tile - pid) // programs
-        b = tile // tiles_n
-
-        # ----- this part's share of P^T := C^T V -----
-        p_t = gl.zeros([BN, W], gl.float32, t_acc_layout)
-        for i in range(PART, blocks, 2):
-            use = 2 * blocks * k + i
-            stage = use % STAGES
-            mbarrier.wait(arrived.index(i), k & 1)
-            c_hi, c_lo = _split(strip.index(i).permute((1, 0)).load(operand_layout))
-            mbarrier.wait(v_ready.index(stage), (use // STAGES) & 1)
-            p_t = _mma3(c_hi, c_lo, v_hi.index(stage), v_lo.index(stage), p_t, False)
-            mbarrier.arrive(v_empty.index(stage))
-
-        # ----- the two shares summed; -Y^T := -P^T T in both parts -----
-        if PART == 1:
-            p_sum.store(p_t)
-            mbarrier.arrive(p_bars.index(0))
-            mbarrier.wait(p_bars.index(1), k & 1)
-            p_t = p_sum.load(t_acc_layout)
-        else:
-            t = gl.load(t_ptr + b.to(gl.int64) * W * W + t_offsets)
-            mbarrier.wait(p_bars.index(2), (k & 1) ^ 1)         # part 1 done with the last tile's T planes
-            _store_planes(t, t_hi, t_lo)
-            fence_async_shared()
-            mbarrier.wait(p_bars.index(0), k & 1)
-            p_t = p_t + p_sum.load(t_acc_layout)
-            gl.thread_barrier()
-            p_sum.store(p_t)
-            mbarrier.arrive(p_bars.index(1))
-        p_hi, p_lo = _split(gl.convert_layout(p_t, operand_layout))
-        y_t = _mma3(p_hi, p_lo, t_hi, t_lo, gl.zeros([BN, W], gl.float32, t_acc_layout), False)
-        if PART == 1:
-            mbarrier.arrive(p_bars.index(2))
-        ny_hi, ny_lo = _split(gl.convert_layout(-y_t, operand_layout))
-
-        # ----- this part's blocks of C^T := C^T + (-Y^T) V^T, written back for the producer to store -----
-        for i in range(PART, blocks, 2):
-            use = 2 * blocks * k + blocks + i
-            stage = use % STAGES
-            mbarrier.wait(v_ready.index(stage), (use // STAGES) & 1)
-            out_t = _mma3(ny_hi, ny_lo, v_hi.index(stage).permute((1, 0)), v_lo.index(stage).permute((1, 0)),
-                          strip.index(i).permute((1, 0)).load(t_acc_layout), False)
-            mbarrier.arrive(v_empty.index(stage))
-            strip.index(i).permute((1, 0)).store(out_t)
-            fence_async_shared()
-            gl.thread_barrier()
-            mbarrier.arrive(computed.index(i))
-
-
-@gluon.jit
-def onepass_ws2_kernel(h_desc, v_desc, t_ptr, n, c, col_lo, tiles_n, tiles,
-                       W: gl.constexpr, BM: gl.constexpr, BN: gl.constexpr, SLOTS: gl.constexpr,
-                       STAGES: gl.constexpr, PRODUCER_REGS: gl.constexpr, CONSUMER_REGS: gl.constexpr):
-    """Build 8: build 7 with two consumer warpgroups (`_consume_part`: the kernel's warpgroup and a worker
-    partition of 4 warps), each taking alternate row blocks of a tile, and the same producer warp
-    (`_produce`)."""
-    v_planes: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BM, W], gl.bfloat16)
-    t_planes: gl.constexpr = gl.NVMMASharedLayout.get_default_for([W, W], gl.bfloat16)
-    sum_layout: gl.constexpr = gl.SwizzledSharedLayout(vec=1, per_phase=1, max_phase=1, order=[1, 0])
-    strip = gl.allocate_shared_memory(gl.float32, [SLOTS, BM, BN], h_desc.layout)
-    arrived = gl.allocate_shared_memory(gl.int64, [SLOTS, 1], mbarrier.MBarrierLayout())
-    computed = gl.allocate_shared_memory(gl.int64, [SLOTS, 1], mbarrier.MBarrierLayout())
-    v_hi = gl.allocate_shared_memory(gl.bfloat16, [STAGES, BM, W], v_planes)
-    v_lo = gl.allocate_shared_memory(gl.bfloat16, [STAGES, BM, W], v_planes)
-    v_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    v_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    t_hi = gl.allocate_shared_memory(gl.bfloat16, [W, W], t_planes)
-    t_lo = gl.allocate_shared_memory(gl.bfloat16, [W, W], t_planes)
-    p_sum = gl.allocate_shared_memory(gl.float32, [BN, W], sum_layout)
-    p_bars = gl.allocate_shared_memory(gl.int64, [3, 1], mbarrier.MBarrierLayout())
-    for i in gl.static_range(SLOTS):
-        mbarrier.init(arrived.index(i), count=1)
-        mbarrier.init(computed.index(i), count=1)
-    for st in gl.static_range(STAGES):
-        mbarrier.init(v_ready.index(st), count=1)
-        mbarrier.init(v_empty.index(st), count=1)
-    for i in gl.static_range(3):
-        mbarrier.init(p_bars.index(i), count=1)
-    gl.warp_specialize([
-        (_consume_part, (strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, t_hi, t_lo, p_sum, p_bars, t_ptr, n,
-                         c, tiles_n, tiles, W, BM, BN, STAGES, 0)),
-        (_consume_part, (strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, t_hi, t_lo, p_sum, p_bars, t_ptr, n,
-                         c, tiles_n, tiles, W, BM, BN, STAGES, 1)),
-        (_produce, (h_desc, v_desc, strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, n, c, col_lo, tiles_n,
-                    tiles, BM, BN, STAGES)),
-    ], [4, 1], [CONSUMER_REGS, PRODUCER_REGS])
+    if CONSUMERS == 1:
+        gl.warp_specialize([
+            (_consume, (strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, t_hi, t_lo, t_hi, v_ready, t_ptr, n,
+                        c, tiles_n, tiles, W, BM, BN, STAGES, 0, 1)),
+            (_produce, (h_desc, v_desc, strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, n, c, col_lo,
+                        tiles_n, tiles, BM, BN, STAGES)),
+        ], [1], [PRODUCER_REGS])
+    else:
+        sum_layout: gl.constexpr = gl.SwizzledSharedLayout(vec=1, per_phase=1, max_phase=1, order=[1, 0])
+        p_sum = gl.allocate_shared_memory(gl.float32, [BN, W], sum_layout)
+        p_bars = gl.allocate_shared_memory(gl.int64, [3, 1], mbarrier.MBarrierLayout())
+        for i in gl.static_range(3):
+            mbarrier.init(p_bars.index(i), count=1)
+        gl.warp_specialize([
+            (_consume, (strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, t_hi, t_lo, p_sum, p_bars, t_ptr, n,
+                        c, tiles_n, tiles, W, BM, BN, STAGES, 0, 2)),
+            (_consume, (strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, t_hi, t_lo, p_sum, p_bars, t_ptr, n,
+                        c, tiles_n, tiles, W, BM, BN, STAGES, 1, 2)),
+            (_produce, (h_desc, v_desc, strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, n, c, col_lo,
+                        tiles_n, tiles, BM, BN, STAGES)),
+        ], [4, 1], [CONSUMER_REGS, PRODUCER_REGS])
 
 
 def onepass_update(h, t, n, c, planes, block_n=64, stages=4, products=True, asynchronous=False, programs=None,
                    remove=0, transposed_apply=False, specialized=0):
     """Update columns [c + W, n) of every matrix of h by the pair at c (V's planes `planes`, T = t, W x W),
-    on `programs` persistent CTAs (None: one a tile); `specialized` 1: build 7 (`onepass_ws_kernel`), 2:
-    build 8 (`onepass_ws2_kernel`)."""
+    on `programs` persistent CTAs (None: one a tile); `specialized` 1: build 7, 2: build 8
+    (`onepass_ws_kernel` with 1 or 2 consumer warpgroups)."""
     batch, width = h.shape[0], t.shape[-1]
     assert (n - c) % BLOCK_M == 0 and (n - c - width) % block_n == 0, "whole row blocks and column tiles"
     layout = gl.NVMMASharedLayout.get_default_for([BLOCK_M, block_n], gl.float32)
@@ -517,11 +447,10 @@ def onepass_update(h, t, n, c, planes, block_n=64, stages=4, products=True, asyn
     tiles_n = (n - c - width) // block_n
     tiles = batch * tiles_n
     if specialized:
-        kernel, registers = ((onepass_ws_kernel, {}) if specialized == 1 else
-                             (onepass_ws2_kernel, {"CONSUMER_REGS": CONSUMER_REGS}))
-        return kernel[(min(tiles, programs or tiles),)](
+        return onepass_ws_kernel[(min(tiles, programs or tiles),)](
             h_desc, v_desc, t, n, c, c + width, tiles_n, tiles, W=width, BM=BLOCK_M, BN=block_n,
-            SLOTS=triton.cdiv(n, BLOCK_M), STAGES=stages, PRODUCER_REGS=PRODUCER_REGS, num_warps=WARPS, **registers)
+            SLOTS=triton.cdiv(n, BLOCK_M), STAGES=stages, CONSUMERS=specialized, PRODUCER_REGS=PRODUCER_REGS,
+            CONSUMER_REGS=CONSUMER_REGS, num_warps=WARPS)
     return onepass_update_kernel[(min(tiles, programs or tiles),)](
         h_desc, v_desc, t, n, c, c + width, tiles_n, tiles, W=width, BM=BLOCK_M, BN=block_n,
         SLOTS=triton.cdiv(n, BLOCK_M), STAGES=stages, PRODUCTS=products, ASYNC=asynchronous, REMOVE=remove,
