@@ -108,22 +108,28 @@ def _refill(v_desc, v_hi, v_lo, ready, use, pid, programs, tiles, tiles_n, n, c,
 
 
 @gluon.jit
+def _store_slot(h_desc, strip, arrived, i, row0, col0, next_tile, tiles, tiles_n, n, c, col_lo, BM: gl.constexpr,
+                BN: gl.constexpr, LIVE: gl.constexpr):
+    """Slot i stored by TMA (if LIVE) to rows row0 + i BM.. of columns col0..; once the store before it has
+    read its slot (i - 1), the next tile's block i - 1 is requested there."""
+    if LIVE:
+        tma.async_copy_shared_to_global(h_desc, [row0 + i * BM, col0], strip.index(i))
+    if i > 0:
+        tma.store_wait(pendings=1)
+        _request_block(h_desc, strip, arrived, next_tile, i - 1, tiles, tiles_n, n, c, col_lo, BM, BN, LIVE)
+
+
+@gluon.jit
 def _store_block(h_desc, strip, arrived, out, i, row0, col0, next_tile, tiles, tiles_n, n, c, col_lo,
                  BM: gl.constexpr, BN: gl.constexpr, LIVE: gl.constexpr, TRANSPOSED: gl.constexpr = False):
-    """Slot i := out (or out^T with TRANSPOSED), stored by TMA (if LIVE) to rows row0 + i BM.. of columns
-    col0..; once the store before it has read its slot (i - 1), the next tile's block i - 1 is requested
-    there."""
+    """Slot i := out (or out^T with TRANSPOSED), then `_store_slot`."""
     if TRANSPOSED:
         strip.index(i).permute((1, 0)).store(out)
     else:
         strip.index(i).store(out)
     fence_async_shared()
     gl.thread_barrier()
-    if LIVE:
-        tma.async_copy_shared_to_global(h_desc, [row0 + i * BM, col0], strip.index(i))
-    if i > 0:
-        tma.store_wait(pendings=1)
-        _request_block(h_desc, strip, arrived, next_tile, i - 1, tiles, tiles_n, n, c, col_lo, BM, BN, LIVE)
+    _store_slot(h_desc, strip, arrived, i, row0, col0, next_tile, tiles, tiles_n, n, c, col_lo, BM, BN, LIVE)
 
 
 @gluon.jit
@@ -215,8 +221,7 @@ def onepass_update_kernel(h_desc, v_desc, t_ptr, n, c, col_lo, tiles_n, tiles,
             gl.thread_barrier()
 
             # ----- C := C + V (-Y), slot by slot, stored by TMA; the next tile requested into stored slots -----
-            out = gl.zeros([BM, BN], gl.float32, acc_layout)
-            out_t = gl.zeros([BN, BM], gl.float32, t_acc_layout)
+            out = gl.zeros([BM, BN], gl.float32, acc_layout)     # carried by the ASYNC loop
             for i in range(blocks):
                 use = first_use + blocks + i
                 stage = use % STAGES
@@ -263,13 +268,9 @@ def onepass_update_kernel(h_desc, v_desc, t_ptr, n, c, col_lo, tiles_n, tiles,
 @gluon.jit
 def _store_and_refill(h_desc, strip, arrived, computed, i, k, row0, col0, next_tile, tiles, tiles_n, n, c, col_lo,
                       BM: gl.constexpr, BN: gl.constexpr):
-    """Producer: once the consumers have written slot i of the k-th tile, store it by TMA; once the store
-    before it has read its slot (i - 1), request the next tile's block i - 1 there."""
+    """Producer: once the consumers have written slot i of the k-th tile, `_store_slot`."""
     mbarrier.wait(computed.index(i), k & 1)
-    tma.async_copy_shared_to_global(h_desc, [row0 + i * BM, col0], strip.index(i))
-    if i > 0:
-        tma.store_wait(pendings=1)
-        _request_block(h_desc, strip, arrived, next_tile, i - 1, tiles, tiles_n, n, c, col_lo, BM, BN, True)
+    _store_slot(h_desc, strip, arrived, i, row0, col0, next_tile, tiles, tiles_n, n, c, col_lo, BM, BN, True)
 
 
 @gluon.jit
@@ -285,17 +286,12 @@ def _produce(h_desc, v_desc, strip, arrived, computed, v_hi, v_lo, v_ready, v_em
         _request_block(h_desc, strip, arrived, pid, i, tiles, tiles_n, n, c, col_lo, BM, BN, True)
     for tile in range(pid, tiles, programs):
         k = (tile - pid) // programs
-        b = tile // tiles_n
         col0 = col_lo + (tile % tiles_n) * BN
-        row0 = b * n + c
+        row0 = tile // tiles_n * n + c
         for j in range(2 * blocks):
             use = 2 * blocks * k + j
-            stage = use % STAGES
-            mbarrier.wait(v_empty.index(stage), ((use // STAGES) & 1) ^ 1)
-            r = c + j % blocks * BM
-            mbarrier.expect(v_ready.index(stage), 2 * v_desc.block_type.nbytes)
-            tma.async_copy_global_to_shared(v_desc, [2 * b * n + r, 0], v_ready.index(stage), v_hi.index(stage))
-            tma.async_copy_global_to_shared(v_desc, [(2 * b + 1) * n + r, 0], v_ready.index(stage), v_lo.index(stage))
+            mbarrier.wait(v_empty.index(use % STAGES), ((use // STAGES) & 1) ^ 1)
+            _refill(v_desc, v_hi, v_lo, v_ready, use, pid, programs, tiles, tiles_n, n, c, blocks, BM, STAGES)
             if j >= blocks + STAGES - 1:
                 _store_and_refill(h_desc, strip, arrived, computed, j - blocks - (STAGES - 1), k, row0, col0,
                                   tile + programs, tiles, tiles_n, n, c, col_lo, BM, BN)
