@@ -30,8 +30,9 @@ With ASYNC a block's wgmma run while the previous block is stored (step
 Persistent: one CTA an SM walks the tiles; otherwise one CTA a tile.
 `--specialized 1` adds build 7 (`onepass_ws_kernel`): the persistent
 APPLY_T form with a producer warp that issues every TMA; 2 adds build 8:
-build 7 with two consumer warpgroups on alternate row blocks. Phases "-" (the copy): the slots are waited for and stored
-back unchanged, no products: the floor of this structure. Rows must come
+build 7 with two consumer warpgroups on alternate row blocks; 3 adds
+build 9: build 7 with its wgmma asynchronous one block deep. Phases "-"
+(the copy): the slots are waited for and stored back unchanged, no products: the floor of this structure. Rows must come
 in whole blocks ((n - c) % BM == 0) and W is a pair's 64. Each configuration is checked against main's
 fused update and timed alone (h restored, L2 flushed, queued behind a GPU
 sleep, the median of `reps`).
@@ -380,14 +381,99 @@ def _consume(strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, t_hi, t_lo,
 
 
 @gluon.jit
+def _consume_pipelined(strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, t_hi, t_lo, t_ptr, n, c, tiles_n,
+                       tiles, W: gl.constexpr, BM: gl.constexpr, BN: gl.constexpr, STAGES: gl.constexpr):
+    """Build 9's consumer warpgroup: build 7's (`_consume`, one part) with its wgmma asynchronous one block
+    deep. In P^T = C^T V block i's three wgmma run while block i + 1's C^T is read from its slot and split
+    (the accumulator chained in flight); in the apply, two blocks a trip, the second block's run while the
+    first's result is written to its slot and handed to the producer. A ring stage is released once its wgmma have completed."""
+    pid = gl.program_id(0)
+    programs = gl.num_programs(0)
+    blocks = (n - c) // BM
+    t_acc_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
+                                                           instr_shape=[16, W, 16])
+    operand_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=t_acc_layout, k_width=2)
+    rows_layout: gl.constexpr = gl.BlockedLayout([1, 4], [4, 8], [4, 1], [1, 0])
+    k_row = gl.arange(0, W, layout=gl.SliceLayout(1, rows_layout))
+    k_col = gl.arange(0, W, layout=gl.SliceLayout(0, rows_layout))
+    t_offsets = gl.expand_dims(k_row, 1) * W + gl.expand_dims(k_col, 0)
+    for tile in range(pid, tiles, programs):
+        k = (tile - pid) // programs
+        b = tile // tiles_n
+        first_use = 2 * blocks * k
+        t = gl.load(t_ptr + b.to(gl.int64) * W * W + t_offsets)     # used after P: its latency hidden
+
+        # ----- P^T := C^T V, block i's wgmma in flight while block i + 1 is read and split -----
+        p_t = gl.zeros([BN, W], gl.float32, t_acc_layout)
+        for i in range(blocks):
+            use = first_use + i
+            stage = use % STAGES
+            mbarrier.wait(arrived.index(i), k & 1)
+            c_hi, c_lo = _split(strip.index(i).permute((1, 0)).load(operand_layout))
+            mbarrier.wait(v_ready.index(stage), (use // STAGES) & 1)
+            p_t = _mma3(c_hi, c_lo, v_hi.index(stage), v_lo.index(stage), p_t, True)
+            p_t, c_hi, c_lo = warpgroup_mma_wait(num_outstanding=3, deps=(p_t, c_hi, c_lo))
+            if i > 0:
+                mbarrier.arrive(v_empty.index((use - 1) % STAGES))
+        p_t = warpgroup_mma_wait(num_outstanding=0, deps=(p_t,))
+        mbarrier.arrive(v_empty.index((first_use + blocks - 1) % STAGES))
+
+        # ----- -Y^T := -P^T T -----
+        _store_planes(t, t_hi, t_lo)
+        fence_async_shared()
+        gl.thread_barrier()
+        p_hi, p_lo = _split(gl.convert_layout(p_t, operand_layout))
+        y_t = _mma3(p_hi, p_lo, t_hi, t_lo, gl.zeros([BN, W], gl.float32, t_acc_layout), False)
+        ny_hi, ny_lo = _split(gl.convert_layout(-y_t, operand_layout))
+
+        # ----- C^T := C^T + (-Y^T) V^T, two blocks a trip: the second block's wgmma in flight while the first
+        # is written back (no wgmma left in flight across trips: ptxas then serializes them all) -----
+        apply_use = first_use + blocks
+        for j in range(blocks // 2):
+            first = _apply_async(strip, v_hi, v_lo, v_ready, ny_hi, ny_lo, 2 * j, apply_use, STAGES, t_acc_layout)
+            second = _apply_async(strip, v_hi, v_lo, v_ready, ny_hi, ny_lo, 2 * j + 1, apply_use, STAGES,
+                                  t_acc_layout)
+            _write_back(strip, computed, v_empty, warpgroup_mma_wait(num_outstanding=3, deps=(first,)), 2 * j,
+                        apply_use, STAGES)
+            _write_back(strip, computed, v_empty, warpgroup_mma_wait(num_outstanding=0, deps=(second,)), 2 * j + 1,
+                        apply_use, STAGES)
+        if blocks % 2 == 1:
+            last = _apply_async(strip, v_hi, v_lo, v_ready, ny_hi, ny_lo, blocks - 1, apply_use, STAGES,
+                                t_acc_layout)
+            _write_back(strip, computed, v_empty, warpgroup_mma_wait(num_outstanding=0, deps=(last,)), blocks - 1,
+                        apply_use, STAGES)
+
+
+@gluon.jit
+def _apply_async(strip, v_hi, v_lo, v_ready, ny_hi, ny_lo, i, apply_use, STAGES: gl.constexpr,
+                 ACC_LAYOUT: gl.constexpr):
+    """Build 9: block i's C^T + (-Y^T) V^T issued as asynchronous wgmma (V's planes of use apply_use + i)."""
+    use = apply_use + i
+    stage = use % STAGES
+    mbarrier.wait(v_ready.index(stage), (use // STAGES) & 1)
+    return _mma3(ny_hi, ny_lo, v_hi.index(stage).permute((1, 0)), v_lo.index(stage).permute((1, 0)),
+                 strip.index(i).permute((1, 0)).load(ACC_LAYOUT), True)
+
+
+@gluon.jit
+def _write_back(strip, computed, v_empty, out_t, i, apply_use, STAGES: gl.constexpr):
+    """Build 9: slot i := out_t^T, handed to the producer (computed[i]); its ring stage released."""
+    mbarrier.arrive(v_empty.index((apply_use + i) % STAGES))
+    strip.index(i).permute((1, 0)).store(out_t)
+    fence_async_shared()
+    gl.thread_barrier()
+    mbarrier.arrive(computed.index(i))
+
+
+@gluon.jit
 def onepass_ws_kernel(h_desc, v_desc, t_ptr, n, c, col_lo, tiles_n, tiles,
                       W: gl.constexpr, BM: gl.constexpr, BN: gl.constexpr, SLOTS: gl.constexpr,
                       STAGES: gl.constexpr, CONSUMERS: gl.constexpr, PRODUCER_REGS: gl.constexpr,
-                      CONSUMER_REGS: gl.constexpr):
+                      CONSUMER_REGS: gl.constexpr, PIPELINED: gl.constexpr):
     """Build 6 (`onepass_update_kernel` with APPLY_T, persistent) warp-specialized: a producer warp issuing
     every TMA (`_produce`) and CONSUMERS warpgroups computing (`_consume`): build 7 the kernel's
     warpgroup, build 8 that and a worker partition of 4 warps (CONSUMER_REGS registers) on alternate row
-    blocks. Slots and V's stages pass between them by mbarriers (arrived / computed, ready / empty)."""
+    blocks, build 9 (PIPELINED, one consumer) `_consume_pipelined`. Slots and V's stages pass between them by mbarriers (arrived / computed, ready / empty)."""
     v_planes: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BM, W], gl.bfloat16)
     t_planes: gl.constexpr = gl.NVMMASharedLayout.get_default_for([W, W], gl.bfloat16)
     strip = gl.allocate_shared_memory(gl.float32, [SLOTS, BM, BN], h_desc.layout)
@@ -405,7 +491,14 @@ def onepass_ws_kernel(h_desc, v_desc, t_ptr, n, c, col_lo, tiles_n, tiles,
     for st in gl.static_range(STAGES):
         mbarrier.init(v_ready.index(st), count=1)
         mbarrier.init(v_empty.index(st), count=1)
-    if CONSUMERS == 1:
+    if PIPELINED:
+        gl.warp_specialize([
+            (_consume_pipelined, (strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, t_hi, t_lo, t_ptr, n, c,
+                                  tiles_n, tiles, W, BM, BN, STAGES)),
+            (_produce, (h_desc, v_desc, strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, n, c, col_lo,
+                        tiles_n, tiles, BM, BN, STAGES)),
+        ], [1], [PRODUCER_REGS])
+    elif CONSUMERS == 1:
         gl.warp_specialize([
             (_consume, (strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, t_hi, t_lo, t_hi, v_ready, t_ptr, n,
                         c, tiles_n, tiles, W, BM, BN, STAGES, 0, 1)),
@@ -431,8 +524,8 @@ def onepass_ws_kernel(h_desc, v_desc, t_ptr, n, c, col_lo, tiles_n, tiles,
 def onepass_update(h, t, n, c, planes, block_n=64, stages=4, products=True, asynchronous=False, programs=None,
                    remove=0, transposed_apply=False, specialized=0):
     """Update columns [c + W, n) of every matrix of h by the pair at c (V's planes `planes`, T = t, W x W),
-    on `programs` persistent CTAs (None: one a tile); `specialized` 1: build 7, 2: build 8
-    (`onepass_ws_kernel` with 1 or 2 consumer warpgroups)."""
+    on `programs` persistent CTAs (None: one a tile); `specialized` 1: build 7, 2: build 8, 3: build 9
+    (`onepass_ws_kernel` with 1 or 2 consumer warpgroups, 3: one, pipelined)."""
     batch, width = h.shape[0], t.shape[-1]
     assert (n - c) % BLOCK_M == 0 and (n - c - width) % block_n == 0, "whole row blocks and column tiles"
     layout = gl.NVMMASharedLayout.get_default_for([BLOCK_M, block_n], gl.float32)
@@ -445,8 +538,8 @@ def onepass_update(h, t, n, c, planes, block_n=64, stages=4, products=True, asyn
     if specialized:
         return onepass_ws_kernel[(min(tiles, programs or tiles),)](
             h_desc, v_desc, t, n, c, c + width, tiles_n, tiles, W=width, BM=BLOCK_M, BN=block_n,
-            SLOTS=triton.cdiv(n, BLOCK_M), STAGES=stages, CONSUMERS=specialized, PRODUCER_REGS=PRODUCER_REGS,
-            CONSUMER_REGS=CONSUMER_REGS, num_warps=WARPS)
+            SLOTS=triton.cdiv(n, BLOCK_M), STAGES=stages, CONSUMERS=2 if specialized == 2 else 1,
+            PRODUCER_REGS=PRODUCER_REGS, CONSUMER_REGS=CONSUMER_REGS, PIPELINED=specialized == 3, num_warps=WARPS)
     return onepass_update_kernel[(min(tiles, programs or tiles),)](
         h_desc, v_desc, t, n, c, c + width, tiles_n, tiles, W=width, BM=BLOCK_M, BN=block_n,
         SLOTS=triton.cdiv(n, BLOCK_M), STAGES=stages, PRODUCTS=products, ASYNC=asynchronous, REMOVE=remove,
@@ -461,7 +554,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--persistent", default="0,1", help="0: a CTA a tile, 1: a CTA an SM")
     parser.add_argument("--remove", default="0", help="REMOVE values to time (the kernel's docstring)")
     parser.add_argument("--transposed-apply", default="0,1", help="APPLY_T values (the kernel's docstring)")
-    parser.add_argument("--specialized", default="", help="builds 7 (1) and 8 (2) too, persistent, at each ring")
+    parser.add_argument("--specialized", default="", help="builds 7 (1), 8 (2) and 9 (3) too, persistent, at each ring")
     args = parser.parse_args(argv)
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     numbers = {name: list(map(int, getattr(args, name).split(","))) for name in
