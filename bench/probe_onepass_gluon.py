@@ -383,10 +383,10 @@ def _consume(strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, t_hi, t_lo,
 @gluon.jit
 def _consume_pipelined(strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, t_hi, t_lo, t_ptr, n, c, tiles_n,
                        tiles, W: gl.constexpr, BM: gl.constexpr, BN: gl.constexpr, STAGES: gl.constexpr):
-    """Build 9's consumer warpgroup: build 7's (`_consume`, one part) with its wgmma asynchronous one block
-    deep. In P^T = C^T V block i's three wgmma run while block i + 1's C^T is read from its slot and split
-    (the accumulator chained in flight); in the apply, two blocks a trip, the second block's run while the
-    first's result is written to its slot and handed to the producer. A ring stage is released once its wgmma have completed."""
+    """Build 9's consumer warpgroup: build 7's (`_consume`, one part) with its wgmma asynchronous. In
+    P^T = C^T V block i's three wgmma run while block i + 1's C^T is read from its slot and split; in the
+    apply, two blocks a trip, the second block's run while the first's result is written to its slot and
+    handed to the producer. A ring stage is released once its wgmma have completed."""
     pid = gl.program_id(0)
     programs = gl.num_programs(0)
     blocks = (n - c) // BM
@@ -403,20 +403,20 @@ def _consume_pipelined(strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, t
         first_use = 2 * blocks * k
         t = gl.load(t_ptr + b.to(gl.int64) * W * W + t_offsets)     # used after P: its latency hidden
 
-        # ----- P^T := C^T V, block i's wgmma in flight while block i + 1 is read and split -----
+        # ----- P^T := C^T V, block i's wgmma in flight while block i + 1 is read and split (block i's planes
+        # kept alive through the wait: ptxas does not hold a wgmma's A registers for it) -----
         p_t = gl.zeros([BN, W], gl.float32, t_acc_layout)
+        c_hi, c_lo = _operand_block(strip, arrived, 0, k, operand_layout)
         for i in range(blocks):
             use = first_use + i
             stage = use % STAGES
-            mbarrier.wait(arrived.index(i), k & 1)
-            c_hi, c_lo = _split(strip.index(i).permute((1, 0)).load(operand_layout))
             mbarrier.wait(v_ready.index(stage), (use // STAGES) & 1)
             p_t = _mma3(c_hi, c_lo, v_hi.index(stage), v_lo.index(stage), p_t, True)
-            p_t, c_hi, c_lo = warpgroup_mma_wait(num_outstanding=3, deps=(p_t, c_hi, c_lo))
-            if i > 0:
-                mbarrier.arrive(v_empty.index((use - 1) % STAGES))
-        p_t = warpgroup_mma_wait(num_outstanding=0, deps=(p_t,))
-        mbarrier.arrive(v_empty.index((first_use + blocks - 1) % STAGES))
+            next_hi, next_lo = _operand_block(strip, arrived, gl.minimum(i + 1, blocks - 1), k, operand_layout)
+            p_t, c_hi, c_lo = warpgroup_mma_wait(num_outstanding=0, deps=(p_t, c_hi, c_lo))
+            mbarrier.arrive(v_empty.index(stage))
+            c_hi = next_hi
+            c_lo = next_lo
 
         # ----- -Y^T := -P^T T -----
         _store_planes(t, t_hi, t_lo)
@@ -427,21 +427,29 @@ def _consume_pipelined(strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, t
         ny_hi, ny_lo = _split(gl.convert_layout(-y_t, operand_layout))
 
         # ----- C^T := C^T + (-Y^T) V^T, two blocks a trip: the second block's wgmma in flight while the first
-        # is written back (no wgmma left in flight across trips: ptxas then serializes them all) -----
+        # is written back (no wgmma left in flight across trips: ptxas then serializes them all; -Y^T's
+        # planes kept alive through each wait) -----
         apply_use = first_use + blocks
         for j in range(blocks // 2):
             first = _apply_async(strip, v_hi, v_lo, v_ready, ny_hi, ny_lo, 2 * j, apply_use, STAGES, t_acc_layout)
             second = _apply_async(strip, v_hi, v_lo, v_ready, ny_hi, ny_lo, 2 * j + 1, apply_use, STAGES,
                                   t_acc_layout)
-            _write_back(strip, computed, v_empty, warpgroup_mma_wait(num_outstanding=3, deps=(first,)), 2 * j,
+            _write_back(strip, computed, v_empty, warpgroup_mma_wait(num_outstanding=3, deps=(first, ny_hi, ny_lo))[0], 2 * j,
                         apply_use, STAGES)
-            _write_back(strip, computed, v_empty, warpgroup_mma_wait(num_outstanding=0, deps=(second,)), 2 * j + 1,
+            _write_back(strip, computed, v_empty, warpgroup_mma_wait(num_outstanding=0, deps=(second, ny_hi, ny_lo))[0], 2 * j + 1,
                         apply_use, STAGES)
         if blocks % 2 == 1:
             last = _apply_async(strip, v_hi, v_lo, v_ready, ny_hi, ny_lo, blocks - 1, apply_use, STAGES,
                                 t_acc_layout)
-            _write_back(strip, computed, v_empty, warpgroup_mma_wait(num_outstanding=0, deps=(last,)), blocks - 1,
+            _write_back(strip, computed, v_empty, warpgroup_mma_wait(num_outstanding=0, deps=(last, ny_hi, ny_lo))[0], blocks - 1,
                         apply_use, STAGES)
+
+
+@gluon.jit
+def _operand_block(strip, arrived, i, k, OPERAND_LAYOUT: gl.constexpr):
+    """Build 9: slot i's C^T (the k-th tile's, once arrived) as wgmma A planes."""
+    mbarrier.wait(arrived.index(i), k & 1)
+    return _split(strip.index(i).permute((1, 0)).load(OPERAND_LAYOUT))
 
 
 @gluon.jit
