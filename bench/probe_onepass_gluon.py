@@ -48,6 +48,7 @@ os.environ["QR_SKIP_PRECOMPILE"] = "1"
 
 import torch  # noqa: E402
 import triton  # noqa: E402
+import triton.language as tl  # noqa: E402
 from triton.experimental import gluon  # noqa: E402
 from triton.experimental.gluon import language as gl  # noqa: E402
 from triton.experimental.gluon.language.nvidia.hopper import (  # noqa: E402
@@ -268,23 +269,25 @@ def onepass_update_kernel(h_desc, v_desc, t_ptr, n, c, col_lo, tiles_n, tiles,
 
 @gluon.jit
 def _store_and_refill(h_desc, strip, arrived, computed, i, k, row0, col0, next_tile, tiles, tiles_n, n, c, col_lo,
-                      BM: gl.constexpr, BN: gl.constexpr):
-    """Producer: once the consumers have written slot i of the k-th tile, `_store_slot`."""
-    mbarrier.wait(computed.index(i), k & 1)
-    _store_slot(h_desc, strip, arrived, i, row0, col0, next_tile, tiles, tiles_n, n, c, col_lo, BM, BN, True)
+                      BM: gl.constexpr, BN: gl.constexpr, LIVE: gl.constexpr):
+    """Producer: once the consumers have written slot i of the k-th tile, `_store_slot` (without LIVE: no
+    wait, no traffic)."""
+    if LIVE:
+        mbarrier.wait(computed.index(i), k & 1)
+    _store_slot(h_desc, strip, arrived, i, row0, col0, next_tile, tiles, tiles_n, n, c, col_lo, BM, BN, LIVE)
 
 
 @gluon.jit
 def _produce(h_desc, v_desc, strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, n, c, col_lo, tiles_n, tiles,
-             BM: gl.constexpr, BN: gl.constexpr, STAGES: gl.constexpr):
-    """The producer warp: every TMA of the CTA's tiles. V's planes stream through the ring in use order
+             BM: gl.constexpr, BN: gl.constexpr, STAGES: gl.constexpr, LIVE: gl.constexpr = True):
+    """The producer warp: every TMA of the CTA's tiles (without LIVE, V's planes only). V's planes stream through the ring in use order
     (a tile's 2 blocks uses, each stage reused once the consumers release it); the stores of a tile's
     slots follow STAGES - 1 uses behind, each followed by the next tile's request into the slot before."""
     pid = gl.program_id(0)
     programs = gl.num_programs(0)
     blocks = (n - c) // BM
     for i in range(blocks):
-        _request_block(h_desc, strip, arrived, pid, i, tiles, tiles_n, n, c, col_lo, BM, BN, True)
+        _request_block(h_desc, strip, arrived, pid, i, tiles, tiles_n, n, c, col_lo, BM, BN, LIVE)
     for tile in range(pid, tiles, programs):
         k = (tile - pid) // programs
         col0 = col_lo + (tile % tiles_n) * BN
@@ -295,13 +298,13 @@ def _produce(h_desc, v_desc, strip, arrived, computed, v_hi, v_lo, v_ready, v_em
             _refill(v_desc, v_hi, v_lo, v_ready, use, pid, programs, tiles, tiles_n, n, c, blocks, BM, STAGES)
             if j >= blocks + STAGES - 1:
                 _store_and_refill(h_desc, strip, arrived, computed, j - blocks - (STAGES - 1), k, row0, col0,
-                                  tile + programs, tiles, tiles_n, n, c, col_lo, BM, BN)
+                                  tile + programs, tiles, tiles_n, n, c, col_lo, BM, BN, LIVE)
         for i in range(gl.maximum(blocks - (STAGES - 1), 0), blocks):
             _store_and_refill(h_desc, strip, arrived, computed, i, k, row0, col0, tile + programs, tiles, tiles_n, n,
-                              c, col_lo, BM, BN)
+                              c, col_lo, BM, BN, LIVE)
         tma.store_wait(pendings=0)
         _request_block(h_desc, strip, arrived, tile + programs, blocks - 1, tiles, tiles_n, n, c, col_lo, BM, BN,
-                       True)
+                       LIVE)
 
 
 @gluon.jit
@@ -382,11 +385,13 @@ def _consume(strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, t_hi, t_lo,
 
 @gluon.jit
 def _consume_pipelined(strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, t_hi, t_lo, t_ptr, n, c, tiles_n,
-                       tiles, W: gl.constexpr, BM: gl.constexpr, BN: gl.constexpr, STAGES: gl.constexpr):
+                       tiles, W: gl.constexpr, BM: gl.constexpr, BN: gl.constexpr, STAGES: gl.constexpr,
+                       LIVE: gl.constexpr, MULTIPLY: gl.constexpr):
     """Build 9's consumer warpgroup: build 7's (`_consume`, one part) with its wgmma asynchronous. In
     P^T = C^T V block i's three wgmma run while block i + 1's C^T is read from its slot and split; in the
     apply, two blocks a trip, the second block's run while the first's result is written to its slot and
-    handed to the producer. A ring stage is released once its wgmma have completed."""
+    handed to the producer. A ring stage is released once its wgmma have completed. Timing only: without
+    LIVE no slot is waited for, without MULTIPLY no wgmma is issued (the kernel's REMOVE)."""
     pid = gl.program_id(0)
     programs = gl.num_programs(0)
     blocks = (n - c) // BM
@@ -406,13 +411,14 @@ def _consume_pipelined(strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, t
         # ----- P^T := C^T V, block i's wgmma in flight while block i + 1 is read and split (block i's planes
         # kept alive through the wait: ptxas does not hold a wgmma's A registers for it) -----
         p_t = gl.zeros([BN, W], gl.float32, t_acc_layout)
-        c_hi, c_lo = _operand_block(strip, arrived, 0, k, operand_layout)
+        c_hi, c_lo = _operand_block(strip, arrived, 0, k, operand_layout, LIVE)
         for i in range(blocks):
             use = first_use + i
             stage = use % STAGES
             mbarrier.wait(v_ready.index(stage), (use // STAGES) & 1)
-            p_t = _mma3(c_hi, c_lo, v_hi.index(stage), v_lo.index(stage), p_t, True)
-            next_hi, next_lo = _operand_block(strip, arrived, gl.minimum(i + 1, blocks - 1), k, operand_layout)
+            if MULTIPLY:
+                p_t = _mma3(c_hi, c_lo, v_hi.index(stage), v_lo.index(stage), p_t, True)
+            next_hi, next_lo = _operand_block(strip, arrived, gl.minimum(i + 1, blocks - 1), k, operand_layout, LIVE)
             p_t, c_hi, c_lo = warpgroup_mma_wait(num_outstanding=0, deps=(p_t, c_hi, c_lo))
             mbarrier.arrive(v_empty.index(stage))
             c_hi = next_hi
@@ -431,36 +437,42 @@ def _consume_pipelined(strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, t
         # planes kept alive through each wait) -----
         apply_use = first_use + blocks
         for j in range(blocks // 2):
-            first = _apply_async(strip, v_hi, v_lo, v_ready, ny_hi, ny_lo, 2 * j, apply_use, STAGES, t_acc_layout)
+            first = _apply_async(strip, v_hi, v_lo, v_ready, ny_hi, ny_lo, 2 * j, apply_use, STAGES, t_acc_layout,
+                                 MULTIPLY)
             second = _apply_async(strip, v_hi, v_lo, v_ready, ny_hi, ny_lo, 2 * j + 1, apply_use, STAGES,
-                                  t_acc_layout)
+                                  t_acc_layout, MULTIPLY)
             _write_back(strip, computed, v_empty, warpgroup_mma_wait(num_outstanding=3, deps=(first, ny_hi, ny_lo))[0], 2 * j,
                         apply_use, STAGES)
             _write_back(strip, computed, v_empty, warpgroup_mma_wait(num_outstanding=0, deps=(second, ny_hi, ny_lo))[0], 2 * j + 1,
                         apply_use, STAGES)
         if blocks % 2 == 1:
             last = _apply_async(strip, v_hi, v_lo, v_ready, ny_hi, ny_lo, blocks - 1, apply_use, STAGES,
-                                t_acc_layout)
+                                t_acc_layout, MULTIPLY)
             _write_back(strip, computed, v_empty, warpgroup_mma_wait(num_outstanding=0, deps=(last, ny_hi, ny_lo))[0], blocks - 1,
                         apply_use, STAGES)
 
 
 @gluon.jit
-def _operand_block(strip, arrived, i, k, OPERAND_LAYOUT: gl.constexpr):
-    """Build 9: slot i's C^T (the k-th tile's, once arrived) as wgmma A planes."""
-    mbarrier.wait(arrived.index(i), k & 1)
+def _operand_block(strip, arrived, i, k, OPERAND_LAYOUT: gl.constexpr, LIVE: gl.constexpr):
+    """Build 9: slot i's C^T (the k-th tile's, once arrived; without LIVE, not waited for) as wgmma A planes."""
+    if LIVE:
+        mbarrier.wait(arrived.index(i), k & 1)
     return _split(strip.index(i).permute((1, 0)).load(OPERAND_LAYOUT))
 
 
 @gluon.jit
 def _apply_async(strip, v_hi, v_lo, v_ready, ny_hi, ny_lo, i, apply_use, STAGES: gl.constexpr,
-                 ACC_LAYOUT: gl.constexpr):
-    """Build 9: block i's C^T + (-Y^T) V^T issued as asynchronous wgmma (V's planes of use apply_use + i)."""
+                 ACC_LAYOUT: gl.constexpr, MULTIPLY: gl.constexpr):
+    """Build 9: block i's C^T + (-Y^T) V^T issued as asynchronous wgmma (V's planes of use apply_use + i;
+    without MULTIPLY, C^T's block unchanged)."""
     use = apply_use + i
     stage = use % STAGES
     mbarrier.wait(v_ready.index(stage), (use // STAGES) & 1)
-    return _mma3(ny_hi, ny_lo, v_hi.index(stage).permute((1, 0)), v_lo.index(stage).permute((1, 0)),
-                 strip.index(i).permute((1, 0)).load(ACC_LAYOUT), True)
+    out_t = strip.index(i).permute((1, 0)).load(ACC_LAYOUT)
+    if MULTIPLY:
+        out_t = _mma3(ny_hi, ny_lo, v_hi.index(stage).permute((1, 0)), v_lo.index(stage).permute((1, 0)), out_t,
+                      True)
+    return out_t
 
 
 @gluon.jit
@@ -477,11 +489,12 @@ def _write_back(strip, computed, v_empty, out_t, i, apply_use, STAGES: gl.conste
 def onepass_ws_kernel(h_desc, v_desc, t_ptr, n, c, col_lo, tiles_n, tiles,
                       W: gl.constexpr, BM: gl.constexpr, BN: gl.constexpr, SLOTS: gl.constexpr,
                       STAGES: gl.constexpr, CONSUMERS: gl.constexpr, PRODUCER_REGS: gl.constexpr,
-                      CONSUMER_REGS: gl.constexpr, PIPELINED: gl.constexpr):
+                      CONSUMER_REGS: gl.constexpr, PIPELINED: gl.constexpr, REMOVE: gl.constexpr):
     """Build 6 (`onepass_update_kernel` with APPLY_T, persistent) warp-specialized: a producer warp issuing
     every TMA (`_produce`) and CONSUMERS warpgroups computing (`_consume`): build 7 the kernel's
     warpgroup, build 8 that and a worker partition of 4 warps (CONSUMER_REGS registers) on alternate row
-    blocks, build 9 (PIPELINED, one consumer) `_consume_pipelined`. Slots and V's stages pass between them by mbarriers (arrived / computed, ready / empty)."""
+    blocks, build 9 (PIPELINED, one consumer) `_consume_pipelined`, where REMOVE (timing only) is
+    `onepass_update_kernel`'s. Slots and V's stages pass between them by mbarriers (arrived / computed, ready / empty)."""
     v_planes: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BM, W], gl.bfloat16)
     t_planes: gl.constexpr = gl.NVMMASharedLayout.get_default_for([W, W], gl.bfloat16)
     strip = gl.allocate_shared_memory(gl.float32, [SLOTS, BM, BN], h_desc.layout)
@@ -502,9 +515,9 @@ def onepass_ws_kernel(h_desc, v_desc, t_ptr, n, c, col_lo, tiles_n, tiles,
     if PIPELINED:
         gl.warp_specialize([
             (_consume_pipelined, (strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, t_hi, t_lo, t_ptr, n, c,
-                                  tiles_n, tiles, W, BM, BN, STAGES)),
+                                  tiles_n, tiles, W, BM, BN, STAGES, REMOVE % 2 == 0, REMOVE // 2 % 2 == 0)),
             (_produce, (h_desc, v_desc, strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, n, c, col_lo,
-                        tiles_n, tiles, BM, BN, STAGES)),
+                        tiles_n, tiles, BM, BN, STAGES, REMOVE % 2 == 0)),
         ], [1], [PRODUCER_REGS])
     elif CONSUMERS == 1:
         gl.warp_specialize([
@@ -529,6 +542,29 @@ def onepass_ws_kernel(h_desc, v_desc, t_ptr, n, c, col_lo, tiles_n, tiles,
         ], [4, 1], [CONSUMER_REGS, PRODUCER_REGS])
 
 
+@triton.jit
+def _planes_kernel(h_ptr, planes_ptr, n, c, W: tl.constexpr, BM: tl.constexpr):
+    """`reflector_planes` in one launch, rows c.. of V only: program (i, b) writes row block i."""
+    b = tl.program_id(1)
+    rows = c + tl.program_id(0) * BM + tl.arange(0, BM)
+    k = c + tl.arange(0, W)
+    inside = rows < n
+    below = inside[:, None] & (rows[:, None] > k[None, :])
+    v = tl.load(h_ptr + b * n * n + rows[:, None] * n + k[None, :], mask=below, other=0.0)
+    v = tl.where(rows[:, None] == k[None, :], 1.0, v)
+    hi = v.to(tl.bfloat16)
+    plane = planes_ptr + (2 * b * n + rows[:, None]) * W + (k[None, :] - c)
+    tl.store(plane, hi, mask=inside[:, None])
+    tl.store(plane + n * W, (v - hi.to(tl.float32)).to(tl.bfloat16), mask=inside[:, None])
+
+
+def make_planes(h, c, width, planes):
+    """V's planes of the pair at c into `planes` (batch x 2 x n x width bf16; rows c.. written)."""
+    batch, n = h.shape[0], h.shape[1]
+    _planes_kernel[(triton.cdiv(n - c, BLOCK_M), batch)](h, planes, n, c, W=width, BM=BLOCK_M, num_warps=4)
+    return planes
+
+
 def onepass_update(h, t, n, c, planes, block_n=64, stages=4, products=True, asynchronous=False, programs=None,
                    remove=0, transposed_apply=False, specialized=0):
     """Update columns [c + W, n) of every matrix of h by the pair at c (V's planes `planes`, T = t, W x W),
@@ -547,7 +583,8 @@ def onepass_update(h, t, n, c, planes, block_n=64, stages=4, products=True, asyn
         return onepass_ws_kernel[(min(tiles, programs or tiles),)](
             h_desc, v_desc, t, n, c, c + width, tiles_n, tiles, W=width, BM=BLOCK_M, BN=block_n,
             SLOTS=triton.cdiv(n, BLOCK_M), STAGES=stages, CONSUMERS=2 if specialized == 2 else 1,
-            PRODUCER_REGS=PRODUCER_REGS, CONSUMER_REGS=CONSUMER_REGS, PIPELINED=specialized == 3, num_warps=WARPS)
+            PRODUCER_REGS=PRODUCER_REGS, CONSUMER_REGS=CONSUMER_REGS, PIPELINED=specialized == 3, REMOVE=remove,
+            num_warps=WARPS)
     return onepass_update_kernel[(min(tiles, programs or tiles),)](
         h_desc, v_desc, t, n, c, c + width, tiles_n, tiles, W=width, BM=BLOCK_M, BN=block_n,
         SLOTS=triton.cdiv(n, BLOCK_M), STAGES=stages, PRODUCTS=products, ASYNC=asynchronous, REMOVE=remove,
@@ -562,7 +599,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--persistent", default="0,1", help="0: a CTA a tile, 1: a CTA an SM")
     parser.add_argument("--remove", default="0", help="REMOVE values to time (the kernel's docstring)")
     parser.add_argument("--transposed-apply", default="0,1", help="APPLY_T values (the kernel's docstring)")
-    parser.add_argument("--specialized", default="", help="builds 7 (1), 8 (2) and 9 (3) too, persistent, at each ring")
+    parser.add_argument("--specialized", default="",
+                        help="builds 7 (1), 8 (2) and 9 (3, at each --remove) too, persistent, at each ring")
+    parser.add_argument("--planes", action="store_true", help="build 9 with V's planes made in the timed call too")
     args = parser.parse_args(argv)
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     numbers = {name: list(map(int, getattr(args, name).split(","))) for name in
@@ -592,9 +631,15 @@ def main(argv: list[str]) -> int:
                     configurations.append((name, lambda o=options, t=t, c=c: onepass_update(h, t, n, c, planes(),
                                                                                           **o)))
             for specialized in map(int, filter(None, args.specialized.split(",")) if persistent else ()):
-                configurations.append((f"{shape} build {6 + specialized} phases 234",
-                                       lambda o=common, which=specialized, t=t, c=c: onepass_update(
-                                           h, t, n, c, planes(), specialized=which, **o)))
+                for remove in numbers["remove"] if specialized == 3 else (0,):
+                    configurations.append((f"{shape} build {6 + specialized}{f' without {remove}' if remove else ''}"
+                                           " phases 234", lambda o=common, which=specialized, r=remove, t=t, c=c:
+                                           onepass_update(h, t, n, c, planes(), specialized=which, remove=r, **o)))
+                if specialized == 3 and args.planes:
+                    configurations.append((f"{shape} build 9 after V's planes (Triton) phases 234",
+                                           lambda o=common, t=t, c=c: onepass_update(
+                                               h, t, n, c, make_planes(h, c, t.shape[-1], torch.empty_like(planes())),
+                                               specialized=3, **o)))
     return 0
 
 
