@@ -65,6 +65,27 @@ CONSUMER_REGS = 160    # build 8's second consumer warpgroup (a worker partition
 BLOCK_M = 64       # rows of a strip slot, and wgmma's M
 
 
+@gluon.constexpr_function
+def _product_layout(W):
+    """wgmma's accumulator layout for one warpgroup's 64 x W product (P^T, Y^T; with APPLY_T the apply's C^T)."""
+    return gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, W, 16])
+
+
+@gluon.constexpr_function
+def _operand_layout(W):
+    """wgmma's A operand in registers, for a product accumulated in `_product_layout(W)`."""
+    return gl.DotOperandLayout(operand_index=0, parent=_product_layout(W), k_width=2)
+
+
+@gluon.jit
+def _load_t(t_ptr, b, W: gl.constexpr):
+    """Matrix b's T (W x W, row-major) into registers."""
+    rows_layout: gl.constexpr = gl.BlockedLayout([1, 4], [4, 8], [4, 1], [1, 0])
+    k_row = gl.arange(0, W, layout=gl.SliceLayout(1, rows_layout))
+    k_col = gl.arange(0, W, layout=gl.SliceLayout(0, rows_layout))
+    return gl.load(t_ptr + b.to(gl.int64) * W * W + gl.expand_dims(k_row, 1) * W + gl.expand_dims(k_col, 0))
+
+
 @gluon.jit
 def _store_planes(x, x_hi, x_lo):
     """x's bf16 planes into x_hi, x_lo."""
@@ -154,9 +175,8 @@ def onepass_update_kernel(h_desc, v_desc, t_ptr, n, c, col_lo, tiles_n, tiles,
 
     acc_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
                                                          instr_shape=[16, BN, 16])      # BM x BN: the apply
-    t_acc_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
-                                                           instr_shape=[16, W, 16])     # BN x W: P^T, Y^T
-    operand_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=t_acc_layout, k_width=2)
+    t_acc_layout: gl.constexpr = _product_layout(W)         # BN x W: P^T, Y^T
+    operand_layout: gl.constexpr = _operand_layout(W)
     rows_layout: gl.constexpr = gl.BlockedLayout([1, 4], [4, 8], [4, 1], [1, 0])
     v_planes: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BM, W], gl.bfloat16)
     y_planes: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BN, W], gl.bfloat16)
@@ -181,9 +201,6 @@ def onepass_update_kernel(h_desc, v_desc, t_ptr, n, c, col_lo, tiles_n, tiles,
             mbarrier.init(v_ready.index(st), count=1)
         for first in gl.static_range(STAGES - 1):
             _refill(v_desc, v_hi, v_lo, v_ready, first, pid, programs, tiles, tiles_n, n, c, blocks, BM, STAGES)
-        k_row = gl.arange(0, W, layout=gl.SliceLayout(1, rows_layout))
-        k_col = gl.arange(0, W, layout=gl.SliceLayout(0, rows_layout))
-        t_offsets = gl.expand_dims(k_row, 1) * W + gl.expand_dims(k_col, 0)
 
     for tile in range(pid, tiles, programs):
         k = (tile - pid) // programs                # the program's k-th tile
@@ -192,7 +209,7 @@ def onepass_update_kernel(h_desc, v_desc, t_ptr, n, c, col_lo, tiles_n, tiles,
         row0 = b * n + c
         first_use = 2 * blocks * k
         if PRODUCTS:
-            t = gl.load(t_ptr + b.to(gl.int64) * W * W + t_offsets)     # used after P: its latency hidden
+            t = _load_t(t_ptr, b, W)                # used after P: its latency hidden
 
             # ----- P^T := C^T V, C^T's planes in registers (wgmma's A), slot by slot as they arrive -----
             p_t = gl.zeros([BN, W], gl.float32, t_acc_layout)
@@ -321,17 +338,11 @@ def _consume(strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, t_hi, t_lo,
     pid = gl.program_id(0)
     programs = gl.num_programs(0)
     blocks = (n - c) // BM
-    t_acc_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
-                                                           instr_shape=[16, W, 16])
-    operand_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=t_acc_layout, k_width=2)
-    rows_layout: gl.constexpr = gl.BlockedLayout([1, 4], [4, 8], [4, 1], [1, 0])
-    k_row = gl.arange(0, W, layout=gl.SliceLayout(1, rows_layout))
-    k_col = gl.arange(0, W, layout=gl.SliceLayout(0, rows_layout))
-    t_offsets = gl.expand_dims(k_row, 1) * W + gl.expand_dims(k_col, 0)
+    t_acc_layout: gl.constexpr = _product_layout(W)
+    operand_layout: gl.constexpr = _operand_layout(W)
     for tile in range(pid, tiles, programs):
         k = (tile - pid) // programs
-        b = tile // tiles_n
-        t = gl.load(t_ptr + b.to(gl.int64) * W * W + t_offsets)     # used after P: its latency hidden
+        t = _load_t(t_ptr, tile // tiles_n, W)      # used after P: its latency hidden
 
         # ----- this part's share of P^T := C^T V -----
         p_t = gl.zeros([BN, W], gl.float32, t_acc_layout)
@@ -392,21 +403,13 @@ def _consume_pipelined(strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, t
     apply, two blocks a trip, the second block's run while the first's result is written to its slot and
     handed to the producer. A ring stage is released once its wgmma have completed. Timing only: without
     LIVE no slot is waited for, without MULTIPLY no wgmma is issued (the kernel's REMOVE)."""
+    t_acc_layout: gl.constexpr = _product_layout(W)
+    operand_layout: gl.constexpr = _operand_layout(W)
     pid = gl.program_id(0)
-    programs = gl.num_programs(0)
     blocks = (n - c) // BM
-    t_acc_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
-                                                           instr_shape=[16, W, 16])
-    operand_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=t_acc_layout, k_width=2)
-    rows_layout: gl.constexpr = gl.BlockedLayout([1, 4], [4, 8], [4, 1], [1, 0])
-    k_row = gl.arange(0, W, layout=gl.SliceLayout(1, rows_layout))
-    k_col = gl.arange(0, W, layout=gl.SliceLayout(0, rows_layout))
-    t_offsets = gl.expand_dims(k_row, 1) * W + gl.expand_dims(k_col, 0)
-    for tile in range(pid, tiles, programs):
-        k = (tile - pid) // programs
-        b = tile // tiles_n
+    for k in range(gl.cdiv(tiles - pid, gl.num_programs(0))):     # the CTA's k-th tile
         first_use = 2 * blocks * k
-        t = gl.load(t_ptr + b.to(gl.int64) * W * W + t_offsets)     # used after P: its latency hidden
+        t = _load_t(t_ptr, (pid + k * gl.num_programs(0)) // tiles_n, W)     # used after P: its latency hidden
 
         # ----- P^T := C^T V, block i's wgmma in flight while block i + 1 is read and split (block i's planes
         # kept alive through the wait: ptxas does not hold a wgmma's A registers for it) -----
