@@ -296,8 +296,10 @@ def _store_and_refill(h_desc, strip, arrived, computed, i, k, row0, col0, next_t
 
 @gluon.jit
 def _produce(h_desc, v_desc, strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, n, c, col_lo, tiles_n, tiles,
-             BM: gl.constexpr, BN: gl.constexpr, STAGES: gl.constexpr, LIVE: gl.constexpr = True):
-    """The producer warp: every TMA of the CTA's tiles (without LIVE, V's planes only). V's planes stream through the ring in use order
+             BM: gl.constexpr, BN: gl.constexpr, STAGES: gl.constexpr, LIVE: gl.constexpr = True,
+             STREAM_V: gl.constexpr = True):
+    """The producer warp: every TMA of the CTA's tiles (timing only: without LIVE none of the strip's,
+    without STREAM_V none of V's). V's planes stream through the ring in use order
     (a tile's 2 blocks uses, each stage reused once the consumers release it); the stores of a tile's
     slots follow STAGES - 1 uses behind, each followed by the next tile's request into the slot before."""
     pid = gl.program_id(0)
@@ -311,8 +313,9 @@ def _produce(h_desc, v_desc, strip, arrived, computed, v_hi, v_lo, v_ready, v_em
         row0 = tile // tiles_n * n + c
         for j in range(2 * blocks):
             use = 2 * blocks * k + j
-            mbarrier.wait(v_empty.index(use % STAGES), ((use // STAGES) & 1) ^ 1)
-            _refill(v_desc, v_hi, v_lo, v_ready, use, pid, programs, tiles, tiles_n, n, c, blocks, BM, STAGES)
+            if STREAM_V:
+                mbarrier.wait(v_empty.index(use % STAGES), ((use // STAGES) & 1) ^ 1)
+                _refill(v_desc, v_hi, v_lo, v_ready, use, pid, programs, tiles, tiles_n, n, c, blocks, BM, STAGES)
             if j >= blocks + STAGES - 1:
                 _store_and_refill(h_desc, strip, arrived, computed, j - blocks - (STAGES - 1), k, row0, col0,
                                   tile + programs, tiles, tiles_n, n, c, col_lo, BM, BN, LIVE)
@@ -397,12 +400,13 @@ def _consume(strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, t_hi, t_lo,
 @gluon.jit
 def _consume_pipelined(strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, t_hi, t_lo, t_ptr, n, c, tiles_n,
                        tiles, W: gl.constexpr, BM: gl.constexpr, BN: gl.constexpr, STAGES: gl.constexpr,
-                       LIVE: gl.constexpr, MULTIPLY: gl.constexpr):
+                       LIVE: gl.constexpr, MULTIPLY: gl.constexpr, STREAM_V: gl.constexpr):
     """Build 9's consumer warpgroup: build 7's (`_consume`, one part) with its wgmma asynchronous. In
     P^T = C^T V block i's three wgmma run while block i + 1's C^T is read from its slot and split; in the
     apply, two blocks a trip, the second block's run while the first's result is written to its slot and
     handed to the producer. A ring stage is released once its wgmma have completed. Timing only: without
-    LIVE no slot is waited for, without MULTIPLY no wgmma is issued (the kernel's REMOVE)."""
+    LIVE no slot is waited for, without MULTIPLY no wgmma is issued, without STREAM_V no ring stage is
+    waited for (the kernel's REMOVE)."""
     t_acc_layout: gl.constexpr = _product_layout(W)
     operand_layout: gl.constexpr = _operand_layout(W)
     pid = gl.program_id(0)
@@ -418,7 +422,8 @@ def _consume_pipelined(strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, t
         for i in range(blocks):
             use = first_use + i
             stage = use % STAGES
-            mbarrier.wait(v_ready.index(stage), (use // STAGES) & 1)
+            if STREAM_V:
+                mbarrier.wait(v_ready.index(stage), (use // STAGES) & 1)
             if MULTIPLY:
                 p_t = _mma3(c_hi, c_lo, v_hi.index(stage), v_lo.index(stage), p_t, True)
             next_hi, next_lo = _operand_block(strip, arrived, gl.minimum(i + 1, blocks - 1), k, operand_layout, LIVE)
@@ -441,18 +446,18 @@ def _consume_pipelined(strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, t
         apply_use = first_use + blocks
         for j in range(blocks // 2):
             first = _apply_async(strip, v_hi, v_lo, v_ready, ny_hi, ny_lo, 2 * j, apply_use, STAGES, t_acc_layout,
-                                 MULTIPLY)
+                                 MULTIPLY, STREAM_V)
             second = _apply_async(strip, v_hi, v_lo, v_ready, ny_hi, ny_lo, 2 * j + 1, apply_use, STAGES,
-                                  t_acc_layout, MULTIPLY)
-            _write_back(strip, computed, v_empty, warpgroup_mma_wait(num_outstanding=3, deps=(first, ny_hi, ny_lo))[0], 2 * j,
-                        apply_use, STAGES)
-            _write_back(strip, computed, v_empty, warpgroup_mma_wait(num_outstanding=0, deps=(second, ny_hi, ny_lo))[0], 2 * j + 1,
-                        apply_use, STAGES)
+                                  t_acc_layout, MULTIPLY, STREAM_V)
+            first = warpgroup_mma_wait(num_outstanding=3, deps=(first, ny_hi, ny_lo))[0]
+            _write_back(strip, computed, v_empty, first, 2 * j, apply_use, STAGES)
+            second = warpgroup_mma_wait(num_outstanding=0, deps=(second, ny_hi, ny_lo))[0]
+            _write_back(strip, computed, v_empty, second, 2 * j + 1, apply_use, STAGES)
         if blocks % 2 == 1:
             last = _apply_async(strip, v_hi, v_lo, v_ready, ny_hi, ny_lo, blocks - 1, apply_use, STAGES,
-                                t_acc_layout, MULTIPLY)
-            _write_back(strip, computed, v_empty, warpgroup_mma_wait(num_outstanding=0, deps=(last, ny_hi, ny_lo))[0], blocks - 1,
-                        apply_use, STAGES)
+                                t_acc_layout, MULTIPLY, STREAM_V)
+            last = warpgroup_mma_wait(num_outstanding=0, deps=(last, ny_hi, ny_lo))[0]
+            _write_back(strip, computed, v_empty, last, blocks - 1, apply_use, STAGES)
 
 
 @gluon.jit
@@ -465,12 +470,13 @@ def _operand_block(strip, arrived, i, k, OPERAND_LAYOUT: gl.constexpr, LIVE: gl.
 
 @gluon.jit
 def _apply_async(strip, v_hi, v_lo, v_ready, ny_hi, ny_lo, i, apply_use, STAGES: gl.constexpr,
-                 ACC_LAYOUT: gl.constexpr, MULTIPLY: gl.constexpr):
+                 ACC_LAYOUT: gl.constexpr, MULTIPLY: gl.constexpr, STREAM_V: gl.constexpr):
     """Build 9: block i's C^T + (-Y^T) V^T issued as asynchronous wgmma (V's planes of use apply_use + i;
-    without MULTIPLY, C^T's block unchanged)."""
+    timing only: without MULTIPLY C^T's block unchanged, without STREAM_V the stage not waited for)."""
     use = apply_use + i
     stage = use % STAGES
-    mbarrier.wait(v_ready.index(stage), (use // STAGES) & 1)
+    if STREAM_V:
+        mbarrier.wait(v_ready.index(stage), (use // STAGES) & 1)
     out_t = strip.index(i).permute((1, 0)).load(ACC_LAYOUT)
     if MULTIPLY:
         out_t = _mma3(ny_hi, ny_lo, v_hi.index(stage).permute((1, 0)), v_lo.index(stage).permute((1, 0)), out_t,
@@ -497,7 +503,8 @@ def onepass_ws_kernel(h_desc, v_desc, t_ptr, n, c, col_lo, tiles_n, tiles,
     every TMA (`_produce`) and CONSUMERS warpgroups computing (`_consume`): build 7 the kernel's
     warpgroup, build 8 that and a worker partition of 4 warps (CONSUMER_REGS registers) on alternate row
     blocks, build 9 (PIPELINED, one consumer) `_consume_pipelined`, where REMOVE (timing only) is
-    `onepass_update_kernel`'s. Slots and V's stages pass between them by mbarriers (arrived / computed, ready / empty)."""
+    `onepass_update_kernel`'s and 4: no V streamed (the ring's stages neither loaded nor waited for).
+    Slots and V's stages pass between them by mbarriers (arrived / computed, ready / empty)."""
     v_planes: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BM, W], gl.bfloat16)
     t_planes: gl.constexpr = gl.NVMMASharedLayout.get_default_for([W, W], gl.bfloat16)
     strip = gl.allocate_shared_memory(gl.float32, [SLOTS, BM, BN], h_desc.layout)
@@ -518,9 +525,10 @@ def onepass_ws_kernel(h_desc, v_desc, t_ptr, n, c, col_lo, tiles_n, tiles,
     if PIPELINED:
         gl.warp_specialize([
             (_consume_pipelined, (strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, t_hi, t_lo, t_ptr, n, c,
-                                  tiles_n, tiles, W, BM, BN, STAGES, REMOVE % 2 == 0, REMOVE // 2 % 2 == 0)),
+                                  tiles_n, tiles, W, BM, BN, STAGES, REMOVE % 2 == 0, REMOVE // 2 % 2 == 0,
+                                  REMOVE // 4 % 2 == 0)),
             (_produce, (h_desc, v_desc, strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, n, c, col_lo,
-                        tiles_n, tiles, BM, BN, STAGES, REMOVE % 2 == 0)),
+                        tiles_n, tiles, BM, BN, STAGES, REMOVE % 2 == 0, REMOVE // 4 % 2 == 0)),
         ], [1], [PRODUCER_REGS])
     elif CONSUMERS == 1:
         gl.warp_specialize([
