@@ -66,6 +66,7 @@ WARPS = 4          # one warpgroup (build 7's consumers; its producer warp comes
 PRODUCER_REGS = 40
 CONSUMER_REGS = 160    # build 8's second consumer warpgroup (a worker partition)
 BLOCK_M = 64       # rows of a strip slot, and wgmma's M
+RESIDENT_MAX_ROWS = 384     # build 10: strip (fp32) and V's planes (2 x bf16) of 64 columns, 512 bytes a row, and T
 
 
 @gluon.constexpr_function
@@ -331,6 +332,68 @@ def _produce(h_desc, v_desc, strip, arrived, computed, v_hi, v_lo, v_ready, v_em
 
 
 @gluon.jit
+def _produce_resident(h_desc, v_desc, strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, n, c, col_lo, tiles_n,
+                      first, end, BM: gl.constexpr, BN: gl.constexpr, SLOTS: gl.constexpr):
+    """Build 10's producer warp: the CTA's tiles first .. end - 1 in order. V's planes of a matrix are
+    loaded whole once, at its first tile, after the consumers have released the last matrix's; the
+    strip's slots are stored and refilled as in `_produce`."""
+    blocks = (n - c) // BM
+    for i in range(blocks):
+        _request_block(h_desc, strip, arrived, first, i, end, tiles_n, n, c, col_lo, BM, BN, True)
+    matrix = -1
+    for tile in range(first, end):
+        b = tile // tiles_n
+        if b != matrix:
+            mbarrier.wait(v_empty.index(0), ((b - first // tiles_n) & 1) ^ 1)
+            mbarrier.expect(v_ready.index(0), 2 * SLOTS * v_desc.block_type.nbytes)
+            for block in gl.static_range(SLOTS):
+                tma.async_copy_global_to_shared(v_desc, [2 * b * n + c + block * BM, 0], v_ready.index(0),
+                                                v_hi.index(block))
+                tma.async_copy_global_to_shared(v_desc, [(2 * b + 1) * n + c + block * BM, 0], v_ready.index(0),
+                                                v_lo.index(block))
+            matrix = b
+        col0 = col_lo + (tile % tiles_n) * BN
+        for i in range(blocks):
+            _store_and_refill(h_desc, strip, arrived, computed, i, tile - first, b * n + c, col0, tile + 1, end,
+                              tiles_n, n, c, col_lo, BM, BN, True)
+        tma.store_wait(pendings=0)
+        _request_block(h_desc, strip, arrived, tile + 1, blocks - 1, end, tiles_n, n, c, col_lo, BM, BN, True)
+
+
+@gluon.jit
+def onepass_resident_kernel(h_desc, v_desc, t_ptr, n, c, col_lo, tiles_n, tiles, W: gl.constexpr,
+                            BM: gl.constexpr, BN: gl.constexpr, SLOTS: gl.constexpr, PRODUCER_REGS: gl.constexpr):
+    """Build 10: build 9 with V's planes held whole in shared memory (SLOTS = (n - c) / BM row blocks,
+    strip and V together; from c 128 at n 512) and each CTA taking a contiguous run of tiles, so that it
+    loads each matrix's V once (`_produce_resident`, `_consume_resident`) instead of twice a tile."""
+    v_planes: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BM, W], gl.bfloat16)
+    t_planes: gl.constexpr = gl.NVMMASharedLayout.get_default_for([W, W], gl.bfloat16)
+    strip = gl.allocate_shared_memory(gl.float32, [SLOTS, BM, BN], h_desc.layout)
+    arrived = gl.allocate_shared_memory(gl.int64, [SLOTS, 1], mbarrier.MBarrierLayout())
+    computed = gl.allocate_shared_memory(gl.int64, [SLOTS, 1], mbarrier.MBarrierLayout())
+    v_hi = gl.allocate_shared_memory(gl.bfloat16, [SLOTS, BM, W], v_planes)
+    v_lo = gl.allocate_shared_memory(gl.bfloat16, [SLOTS, BM, W], v_planes)
+    v_ready = gl.allocate_shared_memory(gl.int64, [1, 1], mbarrier.MBarrierLayout())
+    v_empty = gl.allocate_shared_memory(gl.int64, [1, 1], mbarrier.MBarrierLayout())
+    t_hi = gl.allocate_shared_memory(gl.bfloat16, [W, W], t_planes)
+    t_lo = gl.allocate_shared_memory(gl.bfloat16, [W, W], t_planes)
+    for i in gl.static_range(SLOTS):
+        mbarrier.init(arrived.index(i), count=1)
+        mbarrier.init(computed.index(i), count=1)
+    mbarrier.init(v_ready.index(0), count=1)
+    mbarrier.init(v_empty.index(0), count=1)
+    pid = gl.program_id(0)
+    first = pid * tiles // gl.num_programs(0)
+    end = (pid + 1) * tiles // gl.num_programs(0)
+    gl.warp_specialize([
+        (_consume_resident, (strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, t_hi, t_lo, t_ptr, n, c,
+                             tiles_n, first, end, W, BM, BN, SLOTS)),
+        (_produce_resident, (h_desc, v_desc, strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, n, c, col_lo,
+                             tiles_n, first, end, BM, BN, SLOTS)),
+    ], [1], [PRODUCER_REGS])
+
+
+@gluon.jit
 def _consume(strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, t_hi, t_lo, p_sum, p_bars, t_ptr, n, c, tiles_n,
              tiles, W: gl.constexpr, BM: gl.constexpr, BN: gl.constexpr, STAGES: gl.constexpr, PART: gl.constexpr,
              PARTS: gl.constexpr):
@@ -404,68 +467,99 @@ def _consume(strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, t_hi, t_lo,
 def _consume_pipelined(strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, t_hi, t_lo, t_ptr, n, c, tiles_n,
                        tiles, W: gl.constexpr, BM: gl.constexpr, BN: gl.constexpr, STAGES: gl.constexpr,
                        LIVE: gl.constexpr, MULTIPLY: gl.constexpr, STREAM_V: gl.constexpr):
-    """Build 9's consumer warpgroup: build 7's (`_consume`, one part) with its wgmma asynchronous. In
-    P^T = C^T V block i's three wgmma run while block i + 1's C^T is read from its slot and split; in the
-    apply, two blocks a trip, the second block's run while the first's result is written to its slot and
-    handed to the producer. A ring stage is released once its wgmma have completed. Timing only: without
-    LIVE no slot is waited for, without MULTIPLY no wgmma is issued, without STREAM_V no ring stage is
-    waited for (the kernel's REMOVE)."""
-    t_acc_layout: gl.constexpr = _product_layout(W)
-    operand_layout: gl.constexpr = _operand_layout(W)
+    """Build 9's consumer warpgroup: build 7's (`_consume`, one part) with its wgmma asynchronous
+    (`_tile_products`). Timing only: without LIVE no slot is waited for, without MULTIPLY no wgmma is
+    issued, without STREAM_V no ring stage is waited for (the kernel's REMOVE)."""
     pid = gl.program_id(0)
     blocks = (n - c) // BM
     for k in range(gl.cdiv(tiles - pid, gl.num_programs(0))):     # the CTA's k-th tile
-        first_use = 2 * blocks * k
         t = _load_t(t_ptr, (pid + k * gl.num_programs(0)) // tiles_n, W)     # used after P: its latency hidden
+        _tile_products(strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, t_hi, t_lo, t, k, blocks,
+                       2 * blocks * k, W, BN, STAGES, LIVE, MULTIPLY, STREAM_V, True)
 
-        # ----- P^T := C^T V, block i's wgmma in flight while block i + 1 is read and split (block i's planes
-        # kept alive through the wait: ptxas does not hold a wgmma's A registers for it) -----
-        p_t = gl.zeros([BN, W], gl.float32, t_acc_layout)
-        c_hi, c_lo = _operand_block(strip, arrived, 0, k, operand_layout, LIVE)
-        for i in range(blocks):
-            use = first_use + i
-            stage = use % STAGES
-            if STREAM_V:
-                mbarrier.wait(v_ready.index(stage), (use // STAGES) & 1)
-            if MULTIPLY:
-                p_t = _mma3(c_hi, c_lo, v_hi.index(stage), v_lo.index(stage), p_t, True)
-            next_hi, next_lo = _operand_block(strip, arrived, gl.minimum(i + 1, blocks - 1), k, operand_layout, LIVE)
-            p_t, c_hi, c_lo = warpgroup_mma_wait(num_outstanding=0, deps=(p_t, c_hi, c_lo))
+
+@gluon.jit
+def _consume_resident(strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, t_hi, t_lo, t_ptr, n, c, tiles_n,
+                      first, end, W: gl.constexpr, BM: gl.constexpr, BN: gl.constexpr, SLOTS: gl.constexpr):
+    """Build 10's consumer warpgroup: the CTA's tiles first .. end - 1 in order, each by `_tile_products`
+    on V's planes held whole (block i in buffer i); they are waited for at a matrix's first tile and
+    released (v_empty) after its last."""
+    blocks = (n - c) // BM
+    matrix = -1
+    for tile in range(first, end):
+        b = tile // tiles_n
+        t = _load_t(t_ptr, b, W)                    # used after P: its latency hidden
+        if b != matrix:
+            mbarrier.wait(v_ready.index(0), (b - first // tiles_n) & 1)
+            matrix = b
+        _tile_products(strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, t_hi, t_lo, t, tile - first,
+                       blocks, 0, W, BN, SLOTS, True, True, False, False)
+        if (tile + 1) // tiles_n != b or tile + 1 == end:
+            mbarrier.arrive(v_empty.index(0))
+
+
+@gluon.jit
+def _tile_products(strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, t_hi, t_lo, t, k, blocks, first_use,
+                   W: gl.constexpr, BN: gl.constexpr, STAGES: gl.constexpr, LIVE: gl.constexpr,
+                   MULTIPLY: gl.constexpr, WAIT: gl.constexpr, RELEASE: gl.constexpr):
+    """Builds 9 and 10: the CTA's k-th tile, its slots arriving (LIVE) and written back for the producer,
+    V's planes of use u in buffer u % STAGES (waited for with WAIT, released with RELEASE; the tile's
+    uses first_use .., P's then the apply's). In P^T = C^T V block i's three wgmma run while block i +
+    1's C^T is read from its slot and split; in the apply, two blocks a trip, the second block's run while
+    the first's result is written back."""
+    t_acc_layout: gl.constexpr = _product_layout(W)
+    operand_layout: gl.constexpr = _operand_layout(W)
+
+    # ----- P^T := C^T V, block i's wgmma in flight while block i + 1 is read and split (block i's planes
+    # kept alive through the wait: ptxas does not hold a wgmma's A registers for it) -----
+    p_t = gl.zeros([BN, W], gl.float32, t_acc_layout)
+    c_hi, c_lo = _operand_block(strip, arrived, 0, k, operand_layout, LIVE)
+    for i in range(blocks):
+        use = first_use + i
+        stage = use % STAGES
+        if WAIT:
+            mbarrier.wait(v_ready.index(stage), (use // STAGES) & 1)
+        if MULTIPLY:
+            p_t = _mma3(c_hi, c_lo, v_hi.index(stage), v_lo.index(stage), p_t, True)
+        next_hi, next_lo = _operand_block(strip, arrived, gl.minimum(i + 1, blocks - 1), k, operand_layout, LIVE)
+        p_t, c_hi, c_lo = warpgroup_mma_wait(num_outstanding=0, deps=(p_t, c_hi, c_lo))
+        if RELEASE:
             mbarrier.arrive(v_empty.index(stage))
-            c_hi = next_hi
-            c_lo = next_lo
+        c_hi = next_hi
+        c_lo = next_lo
 
-        # ----- -Y^T := -P^T T -----
-        _store_planes(t, t_hi, t_lo)
-        fence_async_shared()
-        gl.thread_barrier()
-        p_hi, p_lo = _split(gl.convert_layout(p_t, operand_layout))
-        y_t = _mma3(p_hi, p_lo, t_hi, t_lo, gl.zeros([BN, W], gl.float32, t_acc_layout), False)
-        ny_hi, ny_lo = _split(gl.convert_layout(-y_t, operand_layout))
+    # ----- -Y^T := -P^T T -----
+    _store_planes(t, t_hi, t_lo)
+    fence_async_shared()
+    gl.thread_barrier()
+    p_hi, p_lo = _split(gl.convert_layout(p_t, operand_layout))
+    y_t = _mma3(p_hi, p_lo, t_hi, t_lo, gl.zeros([BN, W], gl.float32, t_acc_layout), False)
+    ny_hi, ny_lo = _split(gl.convert_layout(-y_t, operand_layout))
 
-        # ----- C^T := C^T + (-Y^T) V^T, two blocks a trip: the second block's wgmma in flight while the first
-        # is written back (no wgmma left in flight across trips: ptxas then serializes them all; -Y^T's
-        # planes kept alive through each wait) -----
-        apply_use = first_use + blocks
-        for j in range(blocks // 2):
-            first = _apply_async(strip, v_hi, v_lo, v_ready, ny_hi, ny_lo, 2 * j, apply_use, STAGES, t_acc_layout,
-                                 MULTIPLY, STREAM_V)
-            second = _apply_async(strip, v_hi, v_lo, v_ready, ny_hi, ny_lo, 2 * j + 1, apply_use, STAGES,
-                                  t_acc_layout, MULTIPLY, STREAM_V)
-            first = warpgroup_mma_wait(num_outstanding=3, deps=(first, ny_hi, ny_lo))[0]
-            _write_back(strip, computed, v_empty, first, 2 * j, apply_use, STAGES)
-            second = warpgroup_mma_wait(num_outstanding=0, deps=(second, ny_hi, ny_lo))[0]
-            _write_back(strip, computed, v_empty, second, 2 * j + 1, apply_use, STAGES)
-        if blocks % 2 == 1:
-            last = _apply_async(strip, v_hi, v_lo, v_ready, ny_hi, ny_lo, blocks - 1, apply_use, STAGES,
-                                t_acc_layout, MULTIPLY, STREAM_V)
-            last = warpgroup_mma_wait(num_outstanding=0, deps=(last, ny_hi, ny_lo))[0]
-            _write_back(strip, computed, v_empty, last, blocks - 1, apply_use, STAGES)
+    # ----- C^T := C^T + (-Y^T) V^T, two blocks a trip: the second block's wgmma in flight while the first
+    # is written back (no wgmma left in flight across trips: ptxas then serializes them all; -Y^T's
+    # planes kept alive through each wait) -----
+    apply_use = first_use + blocks
+    for j in range(blocks // 2):
+        first = _apply_async(strip, v_hi, v_lo, v_ready, ny_hi, ny_lo, 2 * j, apply_use, STAGES, t_acc_layout,
+                             MULTIPLY, WAIT)
+        second = _apply_async(strip, v_hi, v_lo, v_ready, ny_hi, ny_lo, 2 * j + 1, apply_use, STAGES,
+                              t_acc_layout, MULTIPLY, WAIT)
+        first = warpgroup_mma_wait(num_outstanding=3, deps=(first, ny_hi, ny_lo))[0]
+        _write_back(strip, computed, v_empty, first, 2 * j, apply_use, STAGES, RELEASE)
+        second = warpgroup_mma_wait(num_outstanding=0, deps=(second, ny_hi, ny_lo))[0]
+        _write_back(strip, computed, v_empty, second, 2 * j + 1, apply_use, STAGES, RELEASE)
+    if blocks % 2 == 1:
+        last = _apply_async(strip, v_hi, v_lo, v_ready, ny_hi, ny_lo, blocks - 1, apply_use, STAGES,
+                            t_acc_layout, MULTIPLY, WAIT)
+        last = warpgroup_mma_wait(num_outstanding=0, deps=(last, ny_hi, ny_lo))[0]
+        _write_back(strip, computed, v_empty, last, blocks - 1, apply_use, STAGES, RELEASE)
 
 
 @gluon.jit
 def _operand_block(strip, arrived, i, k, OPERAND_LAYOUT: gl.constexpr, LIVE: gl.constexpr):
-    """Build 9: slot i's C^T (the k-th tile's, once arrived; without LIVE, not waited for) as wgmma A planes."""
+    """Builds 9, 10: slot i's C^T (the k-th tile's, once arrived; without LIVE, not waited for) as wgmma A
+    planes."""
     if LIVE:
         mbarrier.wait(arrived.index(i), k & 1)
     return _split(strip.index(i).permute((1, 0)).load(OPERAND_LAYOUT))
@@ -473,12 +567,12 @@ def _operand_block(strip, arrived, i, k, OPERAND_LAYOUT: gl.constexpr, LIVE: gl.
 
 @gluon.jit
 def _apply_async(strip, v_hi, v_lo, v_ready, ny_hi, ny_lo, i, apply_use, STAGES: gl.constexpr,
-                 ACC_LAYOUT: gl.constexpr, MULTIPLY: gl.constexpr, STREAM_V: gl.constexpr):
-    """Build 9: block i's C^T + (-Y^T) V^T issued as asynchronous wgmma (V's planes of use apply_use + i;
-    timing only: without MULTIPLY C^T's block unchanged, without STREAM_V the stage not waited for)."""
+                 ACC_LAYOUT: gl.constexpr, MULTIPLY: gl.constexpr, WAIT: gl.constexpr):
+    """Builds 9, 10: block i's C^T + (-Y^T) V^T issued as asynchronous wgmma (V's planes of use apply_use +
+    i, waited for with WAIT; timing only: without MULTIPLY C^T's block unchanged)."""
     use = apply_use + i
     stage = use % STAGES
-    if STREAM_V:
+    if WAIT:
         mbarrier.wait(v_ready.index(stage), (use // STAGES) & 1)
     out_t = strip.index(i).permute((1, 0)).load(ACC_LAYOUT)
     if MULTIPLY:
@@ -488,9 +582,11 @@ def _apply_async(strip, v_hi, v_lo, v_ready, ny_hi, ny_lo, i, apply_use, STAGES:
 
 
 @gluon.jit
-def _write_back(strip, computed, v_empty, out_t, i, apply_use, STAGES: gl.constexpr):
-    """Build 9: slot i := out_t^T, handed to the producer (computed[i]); its ring stage released."""
-    mbarrier.arrive(v_empty.index((apply_use + i) % STAGES))
+def _write_back(strip, computed, v_empty, out_t, i, apply_use, STAGES: gl.constexpr, RELEASE: gl.constexpr):
+    """Builds 9, 10: slot i := out_t^T, handed to the producer (computed[i]); its ring stage released with
+    RELEASE."""
+    if RELEASE:
+        mbarrier.arrive(v_empty.index((apply_use + i) % STAGES))
     strip.index(i).permute((1, 0)).store(out_t)
     fence_async_shared()
     gl.thread_barrier()
@@ -583,7 +679,8 @@ def onepass_update(h, t, n, c, planes, block_n=64, stages=4, products=True, asyn
                    remove=0, transposed_apply=False, specialized=0):
     """Update columns [c + W, n) of every matrix of h by the pair at c (V's planes `planes`, T = t, W x W),
     on `programs` persistent CTAs (None: one a tile); `specialized` 1: build 7, 2: build 8, 3: build 9
-    (`onepass_ws_kernel` with 1 or 2 consumer warpgroups, 3: one, pipelined)."""
+    (`onepass_ws_kernel` with 1 or 2 consumer warpgroups, 3: one, pipelined), 4: build 10
+    (`onepass_resident_kernel`, c >= 128 at n 512)."""
     batch, width = h.shape[0], t.shape[-1]
     assert (n - c) % BLOCK_M == 0 and (n - c - width) % block_n == 0, "whole row blocks and column tiles"
     layout = gl.NVMMASharedLayout.get_default_for([BLOCK_M, block_n], gl.float32)
@@ -593,6 +690,10 @@ def onepass_update(h, t, n, c, planes, block_n=64, stages=4, products=True, asyn
                               v_layout)
     tiles_n = (n - c - width) // block_n
     tiles = batch * tiles_n
+    if specialized == 4:
+        return onepass_resident_kernel[(min(tiles, programs or tiles),)](
+            h_desc, v_desc, t, n, c, c + width, tiles_n, tiles, W=width, BM=BLOCK_M, BN=block_n,
+            SLOTS=(n - c) // BLOCK_M, PRODUCER_REGS=PRODUCER_REGS, num_warps=WARPS)
     if specialized:
         return onepass_ws_kernel[(min(tiles, programs or tiles),)](
             h_desc, v_desc, t, n, c, c + width, tiles_n, tiles, W=width, BM=BLOCK_M, BN=block_n,
@@ -614,7 +715,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--remove", default="0", help="REMOVE values to time (the kernel's docstring)")
     parser.add_argument("--transposed-apply", default="0,1", help="APPLY_T values (the kernel's docstring)")
     parser.add_argument("--specialized", default="",
-                        help="builds 7 (1), 8 (2) and 9 (3, at each --remove) too, persistent, at each ring")
+                        help="builds 7 (1), 8 (2), 9 (3, at each --remove) and 10 (4, where V fits beside the "
+                             "strip) too, persistent, at each ring")
     parser.add_argument("--planes", action="store_true", help="build 9 with V's planes made in the timed call too")
     args = parser.parse_args(argv)
     sms = torch.cuda.get_device_properties(0).multi_processor_count
@@ -646,6 +748,8 @@ def main(argv: list[str]) -> int:
                     configurations.append((name, lambda o=options, t=t, c=c: onepass_update(h, t, n, c, planes(),
                                                                                           **o)))
             for specialized in map(int, filter(None, args.specialized.split(",")) if persistent else ()):
+                if specialized == 4 and n - c > RESIDENT_MAX_ROWS:
+                    continue
                 for remove in numbers["remove"] if specialized == 3 else (0,):
                     configurations.append((f"{shape} build {6 + specialized}{f' without {remove}' if remove else ''}"
                                            " phases 234", lambda o=common, which=specialized, r=remove, t=t, c=c:
