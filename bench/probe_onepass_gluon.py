@@ -361,27 +361,39 @@ def _produce_resident(h_desc, v_desc, strip, arrived, computed, v_hi, v_lo, v_re
 
 
 @gluon.jit
-def onepass_resident_kernel(h_desc, v_desc, t_ptr, n, c, col_lo, tiles_n, tiles, W: gl.constexpr,
-                            BM: gl.constexpr, BN: gl.constexpr, SLOTS: gl.constexpr, PRODUCER_REGS: gl.constexpr):
-    """Build 10: build 9 with V's planes held whole in shared memory (SLOTS = (n - c) / BM row blocks,
-    strip and V together; from c 128 at n 512) and each CTA taking a contiguous run of tiles, so that it
-    loads each matrix's V once (`_produce_resident`, `_consume_resident`) instead of twice a tile."""
+def _allocate(h_desc, SLOTS: gl.constexpr, V_BLOCKS: gl.constexpr, V_BARRIERS: gl.constexpr, W: gl.constexpr,
+              BM: gl.constexpr, BN: gl.constexpr):
+    """Builds 7-10's shared memory, mbarriers initialized: the strip's SLOTS slots (arrived by TMA, computed by
+    the consumers), V_BLOCKS blocks of V's planes with V_BARRIERS ready / empty pairs (a ring's stages, or
+    one for V held whole), T's planes."""
     v_planes: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BM, W], gl.bfloat16)
     t_planes: gl.constexpr = gl.NVMMASharedLayout.get_default_for([W, W], gl.bfloat16)
     strip = gl.allocate_shared_memory(gl.float32, [SLOTS, BM, BN], h_desc.layout)
     arrived = gl.allocate_shared_memory(gl.int64, [SLOTS, 1], mbarrier.MBarrierLayout())
     computed = gl.allocate_shared_memory(gl.int64, [SLOTS, 1], mbarrier.MBarrierLayout())
-    v_hi = gl.allocate_shared_memory(gl.bfloat16, [SLOTS, BM, W], v_planes)
-    v_lo = gl.allocate_shared_memory(gl.bfloat16, [SLOTS, BM, W], v_planes)
-    v_ready = gl.allocate_shared_memory(gl.int64, [1, 1], mbarrier.MBarrierLayout())
-    v_empty = gl.allocate_shared_memory(gl.int64, [1, 1], mbarrier.MBarrierLayout())
+    v_hi = gl.allocate_shared_memory(gl.bfloat16, [V_BLOCKS, BM, W], v_planes)
+    v_lo = gl.allocate_shared_memory(gl.bfloat16, [V_BLOCKS, BM, W], v_planes)
+    v_ready = gl.allocate_shared_memory(gl.int64, [V_BARRIERS, 1], mbarrier.MBarrierLayout())
+    v_empty = gl.allocate_shared_memory(gl.int64, [V_BARRIERS, 1], mbarrier.MBarrierLayout())
     t_hi = gl.allocate_shared_memory(gl.bfloat16, [W, W], t_planes)
     t_lo = gl.allocate_shared_memory(gl.bfloat16, [W, W], t_planes)
     for i in gl.static_range(SLOTS):
         mbarrier.init(arrived.index(i), count=1)
         mbarrier.init(computed.index(i), count=1)
-    mbarrier.init(v_ready.index(0), count=1)
-    mbarrier.init(v_empty.index(0), count=1)
+    for i in gl.static_range(V_BARRIERS):
+        mbarrier.init(v_ready.index(i), count=1)
+        mbarrier.init(v_empty.index(i), count=1)
+    return strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, t_hi, t_lo
+
+
+@gluon.jit
+def onepass_resident_kernel(h_desc, v_desc, t_ptr, n, c, col_lo, tiles_n, tiles, W: gl.constexpr,
+                            BM: gl.constexpr, BN: gl.constexpr, SLOTS: gl.constexpr, PRODUCER_REGS: gl.constexpr):
+    """Build 10: build 9 with V's planes held whole in shared memory (SLOTS = (n - c) / BM row blocks,
+    strip and V together; from c 128 at n 512) and each CTA taking a contiguous run of tiles, so that it
+    loads each matrix's V once (`_produce_resident`, `_consume_resident`) instead of twice a tile."""
+    strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, t_hi, t_lo = _allocate(h_desc, SLOTS, SLOTS, 1, W, BM,
+                                                                                   BN)
     pid = gl.program_id(0)
     first = pid * tiles // gl.num_programs(0)
     end = (pid + 1) * tiles // gl.num_programs(0)
@@ -604,23 +616,8 @@ def onepass_ws_kernel(h_desc, v_desc, t_ptr, n, c, col_lo, tiles_n, tiles,
     blocks, build 9 (PIPELINED, one consumer) `_consume_pipelined`, where REMOVE (timing only) is
     `onepass_update_kernel`'s and 4: no V streamed (the ring's stages neither loaded nor waited for).
     Slots and V's stages pass between them by mbarriers (arrived / computed, ready / empty)."""
-    v_planes: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BM, W], gl.bfloat16)
-    t_planes: gl.constexpr = gl.NVMMASharedLayout.get_default_for([W, W], gl.bfloat16)
-    strip = gl.allocate_shared_memory(gl.float32, [SLOTS, BM, BN], h_desc.layout)
-    arrived = gl.allocate_shared_memory(gl.int64, [SLOTS, 1], mbarrier.MBarrierLayout())
-    computed = gl.allocate_shared_memory(gl.int64, [SLOTS, 1], mbarrier.MBarrierLayout())
-    v_hi = gl.allocate_shared_memory(gl.bfloat16, [STAGES, BM, W], v_planes)
-    v_lo = gl.allocate_shared_memory(gl.bfloat16, [STAGES, BM, W], v_planes)
-    v_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    v_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    t_hi = gl.allocate_shared_memory(gl.bfloat16, [W, W], t_planes)
-    t_lo = gl.allocate_shared_memory(gl.bfloat16, [W, W], t_planes)
-    for i in gl.static_range(SLOTS):
-        mbarrier.init(arrived.index(i), count=1)
-        mbarrier.init(computed.index(i), count=1)
-    for st in gl.static_range(STAGES):
-        mbarrier.init(v_ready.index(st), count=1)
-        mbarrier.init(v_empty.index(st), count=1)
+    strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, t_hi, t_lo = _allocate(h_desc, SLOTS, STAGES, STAGES, W,
+                                                                                   BM, BN)
     if PIPELINED:
         gl.warp_specialize([
             (_consume_pipelined, (strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, t_hi, t_lo, t_ptr, n, c,
