@@ -333,10 +333,12 @@ def _produce(h_desc, v_desc, strip, arrived, computed, v_hi, v_lo, v_ready, v_em
 
 @gluon.jit
 def _produce_resident(h_desc, v_desc, strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, n, c, col_lo, tiles_n,
-                      first, end, BM: gl.constexpr, BN: gl.constexpr, SLOTS: gl.constexpr):
+                      first, end, BM: gl.constexpr, BN: gl.constexpr, SLOTS: gl.constexpr, FROM_H: gl.constexpr):
     """Build 10's producer warp: the CTA's tiles first .. end - 1 in order. V's planes of a matrix are
     loaded whole once, at its first tile, after the consumers have released the last matrix's; the
-    strip's slots are stored and refilled as in `_produce`."""
+    strip's slots are stored and refilled as in `_produce`. With FROM_H (build 11) V's float32 rows come
+    from h instead (v_desc: half blocks of h), block i's top half into v_hi[i]'s bytes and its bottom
+    half into v_lo[i]'s, for the consumer to split in place (`_split_in_place`)."""
     blocks = (n - c) // BM
     for i in range(blocks):
         _request_block(h_desc, strip, arrived, first, i, end, tiles_n, n, c, col_lo, BM, BN, True)
@@ -346,11 +348,19 @@ def _produce_resident(h_desc, v_desc, strip, arrived, computed, v_hi, v_lo, v_re
         if b != matrix:
             mbarrier.wait(v_empty.index(0), ((b - first // tiles_n) & 1) ^ 1)
             mbarrier.expect(v_ready.index(0), 2 * SLOTS * v_desc.block_type.nbytes)
-            for block in gl.static_range(SLOTS):
-                tma.async_copy_global_to_shared(v_desc, [2 * b * n + c + block * BM, 0], v_ready.index(0),
-                                                v_hi.index(block))
-                tma.async_copy_global_to_shared(v_desc, [(2 * b + 1) * n + c + block * BM, 0], v_ready.index(0),
-                                                v_lo.index(block))
+            if FROM_H:
+                top, bottom = _raw_halves(v_hi, v_lo, BM, v_desc.block_type.shape[1], SLOTS)
+                for block in gl.static_range(SLOTS):
+                    row = b * n + c + block * BM
+                    tma.async_copy_global_to_shared(v_desc, [row, c], v_ready.index(0), top.index(block))
+                    tma.async_copy_global_to_shared(v_desc, [row + BM // 2, c], v_ready.index(0),
+                                                    bottom.index(block))
+            else:
+                for block in gl.static_range(SLOTS):
+                    tma.async_copy_global_to_shared(v_desc, [2 * b * n + c + block * BM, 0], v_ready.index(0),
+                                                    v_hi.index(block))
+                    tma.async_copy_global_to_shared(v_desc, [(2 * b + 1) * n + c + block * BM, 0],
+                                                    v_ready.index(0), v_lo.index(block))
             matrix = b
         col0 = col_lo + (tile % tiles_n) * BN
         for i in range(blocks):
@@ -358,6 +368,43 @@ def _produce_resident(h_desc, v_desc, strip, arrived, computed, v_hi, v_lo, v_re
                               tiles_n, n, c, col_lo, BM, BN, True)
         tma.store_wait(pendings=0)
         _request_block(h_desc, strip, arrived, tile + 1, blocks - 1, end, tiles_n, n, c, col_lo, BM, BN, True)
+
+
+@gluon.jit
+def _raw_halves(v_hi, v_lo, BM: gl.constexpr, W: gl.constexpr, SLOTS: gl.constexpr):
+    """Build 11: v_hi's and v_lo's blocks seen as float32 half blocks (BM / 2 x W: the same bytes)."""
+    raw: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BM // 2, W], gl.float32)
+    return (v_hi._reinterpret(gl.float32, [SLOTS, BM // 2, W], raw),
+            v_lo._reinterpret(gl.float32, [SLOTS, BM // 2, W], raw))
+
+
+@gluon.jit
+def _unit_lower_planes(x, row0, W: gl.constexpr, LAYOUT: gl.constexpr):
+    """The bf16 planes of V's rows row0.. (from column c: x's entries below the diagonal, 1 on it, 0 above)."""
+    rows = gl.expand_dims(row0 + gl.arange(0, x.shape[0], layout=gl.SliceLayout(1, LAYOUT)), 1)
+    k = gl.expand_dims(gl.arange(0, W, layout=gl.SliceLayout(0, LAYOUT)), 0)
+    return _split(gl.where(rows > k, x, gl.where(rows == k, 1.0, 0.0)))
+
+
+@gluon.jit
+def _split_in_place(v_hi, v_lo, BM: gl.constexpr, W: gl.constexpr, SLOTS: gl.constexpr):
+    """Build 11's consumer at a matrix's first tile: V's float32 rows as the producer landed them
+    (`_produce_resident` with FROM_H) made into V's planes in the same bytes, block by block (both
+    halves read before either is overwritten), then fenced for wgmma."""
+    HALF: gl.constexpr = BM // 2
+    rows_layout: gl.constexpr = gl.BlockedLayout([1, 4], [4, 8], [4, 1], [1, 0])
+    top, bottom = _raw_halves(v_hi, v_lo, BM, W, SLOTS)
+    for block in gl.static_range(SLOTS):
+        upper_hi, upper_lo = _unit_lower_planes(top.index(block).load(rows_layout), block * BM, W, rows_layout)
+        lower_hi, lower_lo = _unit_lower_planes(bottom.index(block).load(rows_layout), block * BM + HALF, W,
+                                                rows_layout)
+        gl.thread_barrier()
+        v_hi.index(block).slice(0, HALF).store(upper_hi)
+        v_hi.index(block).slice(HALF, HALF).store(lower_hi)
+        v_lo.index(block).slice(0, HALF).store(upper_lo)
+        v_lo.index(block).slice(HALF, HALF).store(lower_lo)
+    fence_async_shared()
+    gl.thread_barrier()
 
 
 @gluon.jit
@@ -388,10 +435,12 @@ def _allocate(h_desc, SLOTS: gl.constexpr, V_BLOCKS: gl.constexpr, V_BARRIERS: g
 
 @gluon.jit
 def onepass_resident_kernel(h_desc, v_desc, t_ptr, n, c, col_lo, tiles_n, tiles, W: gl.constexpr,
-                            BM: gl.constexpr, BN: gl.constexpr, SLOTS: gl.constexpr, PRODUCER_REGS: gl.constexpr):
+                            BM: gl.constexpr, BN: gl.constexpr, SLOTS: gl.constexpr, PRODUCER_REGS: gl.constexpr,
+                            FROM_H: gl.constexpr):
     """Build 10: build 9 with V's planes held whole in shared memory (SLOTS = (n - c) / BM row blocks,
     strip and V together; from c 128 at n 512) and each CTA taking a contiguous run of tiles, so that it
-    loads each matrix's V once (`_produce_resident`, `_consume_resident`) instead of twice a tile."""
+    loads each matrix's V once (`_produce_resident`, `_consume_resident`) instead of twice a tile. Build
+    11 (FROM_H): V's planes made in the kernel from h's float32 V, once a matrix (v_desc over h)."""
     strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, t_hi, t_lo = _allocate(h_desc, SLOTS, SLOTS, 1, W, BM,
                                                                                    BN)
     pid = gl.program_id(0)
@@ -399,9 +448,9 @@ def onepass_resident_kernel(h_desc, v_desc, t_ptr, n, c, col_lo, tiles_n, tiles,
     end = (pid + 1) * tiles // gl.num_programs(0)
     gl.warp_specialize([
         (_consume_resident, (strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, t_hi, t_lo, t_ptr, n, c,
-                             tiles_n, first, end, W, BM, BN, SLOTS)),
+                             tiles_n, first, end, W, BM, BN, SLOTS, FROM_H)),
         (_produce_resident, (h_desc, v_desc, strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, n, c, col_lo,
-                             tiles_n, first, end, BM, BN, SLOTS)),
+                             tiles_n, first, end, BM, BN, SLOTS, FROM_H)),
     ], [1], [PRODUCER_REGS])
 
 
@@ -492,10 +541,11 @@ def _consume_pipelined(strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, t
 
 @gluon.jit
 def _consume_resident(strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, t_hi, t_lo, t_ptr, n, c, tiles_n,
-                      first, end, W: gl.constexpr, BM: gl.constexpr, BN: gl.constexpr, SLOTS: gl.constexpr):
+                      first, end, W: gl.constexpr, BM: gl.constexpr, BN: gl.constexpr, SLOTS: gl.constexpr,
+                      FROM_H: gl.constexpr):
     """Build 10's consumer warpgroup: the CTA's tiles first .. end - 1 in order, each by `_tile_products`
-    on V's planes held whole (block i in buffer i); they are waited for at a matrix's first tile and
-    released (v_empty) after its last."""
+    on V's planes held whole (block i in buffer i); they are waited for at a matrix's first tile (with
+    FROM_H made there from V's float32 rows, `_split_in_place`) and released (v_empty) after its last."""
     blocks = (n - c) // BM
     matrix = -1
     for tile in range(first, end):
@@ -503,6 +553,8 @@ def _consume_resident(strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, t_
         t = _load_t(t_ptr, b, W)                    # used after P: its latency hidden
         if b != matrix:
             mbarrier.wait(v_ready.index(0), (b - first // tiles_n) & 1)
+            if FROM_H:
+                _split_in_place(v_hi, v_lo, BM, W, SLOTS)
             matrix = b
         _tile_products(strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, t_hi, t_lo, t, tile - first,
                        blocks, 0, W, BN, SLOTS, True, True, False, False)
@@ -677,7 +729,8 @@ def onepass_update(h, t, n, c, planes, block_n=64, stages=4, products=True, asyn
     """Update columns [c + W, n) of every matrix of h by the pair at c (V's planes `planes`, T = t, W x W),
     on `programs` persistent CTAs (None: one a tile); `specialized` 1: build 7, 2: build 8, 3: build 9
     (`onepass_ws_kernel` with 1 or 2 consumer warpgroups, 3: one, pipelined), 4: build 10
-    (`onepass_resident_kernel`, c >= 128 at n 512)."""
+    (`onepass_resident_kernel`, c >= 128 at n 512), 5: build 11 (10 making V's planes from h; `planes`
+    unused)."""
     batch, width = h.shape[0], t.shape[-1]
     assert (n - c) % BLOCK_M == 0 and (n - c - width) % block_n == 0, "whole row blocks and column tiles"
     layout = gl.NVMMASharedLayout.get_default_for([BLOCK_M, block_n], gl.float32)
@@ -687,10 +740,14 @@ def onepass_update(h, t, n, c, planes, block_n=64, stages=4, products=True, asyn
                               v_layout)
     tiles_n = (n - c - width) // block_n
     tiles = batch * tiles_n
-    if specialized == 4:
+    if specialized in (4, 5):
+        if specialized == 5:
+            half = [BLOCK_M // 2, width]
+            v_desc = TensorDescriptor(h.view(batch * n, n), [batch * n, n], [n, 1], half,
+                                      gl.NVMMASharedLayout.get_default_for(half, gl.float32))
         return onepass_resident_kernel[(min(tiles, programs or tiles),)](
             h_desc, v_desc, t, n, c, c + width, tiles_n, tiles, W=width, BM=BLOCK_M, BN=block_n,
-            SLOTS=(n - c) // BLOCK_M, PRODUCER_REGS=PRODUCER_REGS, num_warps=WARPS)
+            SLOTS=(n - c) // BLOCK_M, PRODUCER_REGS=PRODUCER_REGS, FROM_H=specialized == 5, num_warps=WARPS)
     if specialized:
         return onepass_ws_kernel[(min(tiles, programs or tiles),)](
             h_desc, v_desc, t, n, c, c + width, tiles_n, tiles, W=width, BM=BLOCK_M, BN=block_n,
@@ -712,8 +769,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--remove", default="0", help="REMOVE values to time (the kernel's docstring)")
     parser.add_argument("--transposed-apply", default="0,1", help="APPLY_T values (the kernel's docstring)")
     parser.add_argument("--specialized", default="",
-                        help="builds 7 (1), 8 (2), 9 (3, at each --remove) and 10 (4, where V fits beside the "
-                             "strip) too, persistent, at each ring")
+                        help="builds 7 (1), 8 (2), 9 (3, at each --remove), 10 and 11 (4, 5: where V fits beside "
+                             "the strip) too, persistent, at each ring")
     parser.add_argument("--planes", action="store_true", help="build 9 with V's planes made in the timed call too")
     args = parser.parse_args(argv)
     sms = torch.cuda.get_device_properties(0).multi_processor_count
@@ -745,7 +802,7 @@ def main(argv: list[str]) -> int:
                     configurations.append((name, lambda o=options, t=t, c=c: onepass_update(h, t, n, c, planes(),
                                                                                           **o)))
             for specialized in map(int, filter(None, args.specialized.split(",")) if persistent else ()):
-                if specialized == 4 and n - c > RESIDENT_MAX_ROWS:
+                if specialized in (4, 5) and n - c > RESIDENT_MAX_ROWS:
                     continue
                 for remove in numbers["remove"] if specialized == 3 else (0,):
                     configurations.append((f"{shape} build {6 + specialized}{f' without {remove}' if remove else ''}"
