@@ -3,7 +3,7 @@ the products on wgmma (Gluon), against main's (GPU).
 
     python bench/probe_onepass_gluon.py [--shapes 640x512] [--columns 0,128,256,384] [--block-n 64]
         [--stages 4] [--asynchronous 0,1] [--persistent 0,1] [--remove 0] [--transposed-apply 0,1]
-        [--specialized 1,2,3] [--planes] [--phases 234,-] [--reps 7]
+        [--specialized 1,2,3,4,5] [--planes] [--phases 234,-] [--reps 7]
 
 Main's fused update reads C = H[b, c:n, cols] twice (V^T C, then C - V Y),
 and the second read comes from DRAM: at 640x512, c = 0, W = 64 a program
@@ -33,7 +33,10 @@ APPLY_T form with a producer warp that issues every TMA; 2 adds build 8:
 build 7 with two consumer warpgroups on alternate row blocks; 3 adds
 build 9: build 7 with asynchronous wgmma (`_consume_pipelined`), at each
 `--remove` value (builds 1-6 take those below 4), and with `--planes`
-after a kernel that makes V's planes. Phases "-" (the copy): the slots
+after a kernel that makes V's planes; 4 adds build 10, V's planes held
+whole and loaded once a matrix (`onepass_resident_kernel`, where they fit
+beside the strip), 5 build 11, build 10 making the planes from h itself.
+Phases "-" (the copy): the slots
 are waited for and stored back unchanged, no products: the floor of this
 structure. Rows must come in whole blocks ((n - c) % BM == 0) and W is a
 pair's 64. Each configuration is checked against main's fused update and
