@@ -36,12 +36,11 @@ build 9: build 7 with asynchronous wgmma (`_consume_pipelined`), at each
 after a kernel that makes V's planes; 4 adds build 10, V's planes held
 whole and loaded once a matrix (`onepass_resident_kernel`, where they fit
 beside the strip), 5 build 11, build 10 making the planes from h itself.
-Phases "-" (the copy): the slots
-are waited for and stored back unchanged, no products: the floor of this
-structure. Rows must come in whole blocks ((n - c) % BM == 0) and W is a
-pair's 64. Each configuration is checked against main's fused update and
-timed alone (h restored, L2 flushed, queued behind a GPU sleep, the
-median of `reps`).
+Phases "-" (the copy): the slots are waited for and stored back
+unchanged, no products: the floor of this structure. Rows must come in
+whole blocks ((n - c) % BM == 0) and W is a pair's 64. Each configuration
+is checked against main's fused update and timed alone (h restored, L2
+flushed, queued behind a GPU sleep, the median of `reps`).
 """
 import itertools
 import os
