@@ -55,7 +55,7 @@ def sass_of(path: Path) -> str:
 
 
 def instructions(sass: str) -> list[tuple[int, str]]:
-    """(address, instruction without its predicate's `;`) of every SASS line."""
+    """(address, instruction without its closing `;`) of every SASS line."""
     found = []
     for line in sass.splitlines():
         m = re.search(r"/\*([0-9a-f]{4,})\*/\s+(.*?);", line)
@@ -64,10 +64,14 @@ def instructions(sass: str) -> list[tuple[int, str]]:
     return found
 
 
+def unpredicated(instruction: str) -> str:
+    """The instruction without its guard (`@P0 `, `@!P1 `)."""
+    return instruction.split(None, 1)[1] if instruction.startswith("@") else instruction
+
+
 def written_registers(instruction: str) -> set[int]:
     """The general registers an instruction writes (its first operand), for the instructions that write one."""
-    body = instruction.split(None, 1)[1] if instruction.startswith("@") else instruction
-    parts = body.split(None, 1)
+    parts = unpredicated(instruction).split(None, 1)
     if len(parts) < 2 or parts[0].startswith(NO_REGISTER_WRITE) or parts[0].startswith("U"):
         return set()
     m = re.match(r"R(\d+)", parts[1].split(",")[0].strip())
@@ -100,7 +104,7 @@ def in_flight_writes(program: list[tuple[int, str]]) -> list[str]:
                 continue
             seen.add((i, newer))
             address, instruction = program[i]
-            body = instruction.split(None, 1)[1] if instruction.startswith("@") else instruction
+            body = unpredicated(instruction)
             if body.startswith("WARPGROUP.DEPBAR") and newer >= int(body.split(",")[-1], 16):
                 continue                                    # retired
             if body.startswith("HGMMA") and "gsb0" in body:

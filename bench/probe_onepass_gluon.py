@@ -83,10 +83,16 @@ def _operand_layout(W):
     return gl.DotOperandLayout(operand_index=0, parent=_product_layout(W), k_width=2)
 
 
+@gluon.constexpr_function
+def _rows_layout():
+    """One warpgroup's registers over a tile of float32 rows, four consecutive entries a thread."""
+    return gl.BlockedLayout([1, 4], [4, 8], [4, 1], [1, 0])
+
+
 @gluon.jit
 def _load_t(t_ptr, b, W: gl.constexpr):
     """Matrix b's T (W x W, row-major) into registers."""
-    rows_layout: gl.constexpr = gl.BlockedLayout([1, 4], [4, 8], [4, 1], [1, 0])
+    rows_layout: gl.constexpr = _rows_layout()
     k_row = gl.arange(0, W, layout=gl.SliceLayout(1, rows_layout))
     k_col = gl.arange(0, W, layout=gl.SliceLayout(0, rows_layout))
     return gl.load(t_ptr + b.to(gl.int64) * W * W + gl.expand_dims(k_row, 1) * W + gl.expand_dims(k_col, 0))
@@ -98,6 +104,16 @@ def _store_planes(x, x_hi, x_lo):
     hi, lo = _split(x)
     x_hi.store(hi)
     x_lo.store(lo)
+
+
+@gluon.jit
+def _y_t(p_t, t, t_hi, t_lo, W: gl.constexpr):
+    """Y^T = P^T T on wgmma (3xBF16), T's planes first written to t_hi, t_lo."""
+    _store_planes(t, t_hi, t_lo)
+    fence_async_shared()
+    gl.thread_barrier()
+    p_hi, p_lo = _split(gl.convert_layout(p_t, _operand_layout(W)))
+    return _mma3(p_hi, p_lo, t_hi, t_lo, gl.zeros_like(p_t), False)
 
 
 @gluon.jit
@@ -183,7 +199,7 @@ def onepass_update_kernel(h_desc, v_desc, t_ptr, n, c, col_lo, tiles_n, tiles,
                                                          instr_shape=[16, BN, 16])      # BM x BN: the apply
     t_acc_layout: gl.constexpr = _product_layout(W)         # BN x W: P^T, Y^T
     operand_layout: gl.constexpr = _operand_layout(W)
-    rows_layout: gl.constexpr = gl.BlockedLayout([1, 4], [4, 8], [4, 1], [1, 0])
+    rows_layout: gl.constexpr = _rows_layout()
     v_planes: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BM, W], gl.bfloat16)
     y_planes: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BN, W], gl.bfloat16)
     t_planes: gl.constexpr = gl.NVMMASharedLayout.get_default_for([W, W], gl.bfloat16)
@@ -233,11 +249,7 @@ def onepass_update_kernel(h_desc, v_desc, t_ptr, n, c, col_lo, tiles_n, tiles,
                         blocks, BM, STAGES)
 
             # ----- -Y^T := -P^T T -----
-            _store_planes(t, t_hi, t_lo)
-            fence_async_shared()
-            gl.thread_barrier()
-            p_hi, p_lo = _split(gl.convert_layout(p_t, operand_layout))
-            y_t = _mma3(p_hi, p_lo, t_hi, t_lo, gl.zeros([BN, W], gl.float32, t_acc_layout), False)
+            y_t = _y_t(p_t, t, t_hi, t_lo, W)
             if APPLY_T:
                 ny_hi, ny_lo = _split(gl.convert_layout(-y_t, operand_layout))
             else:
@@ -394,7 +406,7 @@ def _split_in_place(v_hi, v_lo, BM: gl.constexpr, W: gl.constexpr, SLOTS: gl.con
     (`_produce_resident` with FROM_H) made into V's planes in the same bytes, block by block (both
     halves read before either is overwritten), then fenced for wgmma."""
     HALF: gl.constexpr = BM // 2
-    rows_layout: gl.constexpr = gl.BlockedLayout([1, 4], [4, 8], [4, 1], [1, 0])
+    rows_layout: gl.constexpr = _rows_layout()
     top, bottom = _raw_halves(v_hi, v_lo, BM, W, SLOTS)
     for block in gl.static_range(SLOTS):
         upper_hi, upper_lo = _unit_lower_planes(top.index(block).load(rows_layout), block * BM, W, rows_layout)
@@ -595,12 +607,7 @@ def _tile_products(strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, t_hi,
         c_lo = next_lo
 
     # ----- -Y^T := -P^T T -----
-    _store_planes(t, t_hi, t_lo)
-    fence_async_shared()
-    gl.thread_barrier()
-    p_hi, p_lo = _split(gl.convert_layout(p_t, operand_layout))
-    y_t = _mma3(p_hi, p_lo, t_hi, t_lo, gl.zeros([BN, W], gl.float32, t_acc_layout), False)
-    ny_hi, ny_lo = _split(gl.convert_layout(-y_t, operand_layout))
+    ny_hi, ny_lo = _split(gl.convert_layout(-_y_t(p_t, t, t_hi, t_lo, W), operand_layout))
 
     # ----- C^T := C^T + (-Y^T) V^T, two blocks a trip: the second block's wgmma in flight while the first
     # is written back (no wgmma left in flight across trips: ptxas then serializes them all; -Y^T's
