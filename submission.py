@@ -79,6 +79,15 @@ try:
 except ImportError:  # the CUTLASS DSL is only needed on the GPU paths
     cutlass = None
 
+try:
+    from triton.experimental import gluon
+    from triton.experimental.gluon import language as gl
+    from triton.experimental.gluon.language.nvidia.hopper import (
+        fence_async_shared, mbarrier, tma, warpgroup_mma, warpgroup_mma_wait)
+    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+except ImportError:  # Gluon serves one kernel, on Hopper only (`_pair_update_on_chip`)
+    gluon = None
+
 # ---------------------------------------------------------------------------
 # Constants: tuning values (measured on H200, see bench/NOTES.md), then formats and layouts
 # ---------------------------------------------------------------------------
@@ -156,6 +165,14 @@ TRAIL_FUSED_BLOCK_M = ((32, 32), (64, 64))
 # programs per SM; H200 vs 3: -15% at 640x512, -13% at 60x1024; vs 2: -4% at 40x352, 0 at 8x2048
 TRAIL_STAGES = 1
 TRAIL_IEEE_MAX_W = tl.constexpr(32)     # wider updates form T^T V^T C on tensor cores (3xBF16), not in float32 FMA
+# on Hopper a pair's fused rest update whose rows fit in shared memory beside V runs as one Gluon kernel that
+# holds each column strip and V on chip (`pair_update_kernel`: a strip crosses DRAM once, not twice, and V is
+# loaded once a matrix; H200, 640x512, one update at c 128 / 256 / 384: 219 / 113 / 37.5 us against the
+# Triton kernel's 313 / 143 / 38)
+ON_CHIP_CAPABILITY = (9, 0)         # wgmma and TMA as Gluon's Hopper module emits them (sm_90a)
+ON_CHIP_TRITON = ("3.6.",)          # Triton releases whose Gluon the kernel is written for
+ON_CHIP_BLOCK = 64                  # rows of a strip slot (wgmma's M), columns of a column tile
+ON_CHIP_PRODUCER_REGS = 40          # registers of the warp that issues every TMA
 # the blocked path's Triton grids hold the batch in their y or z extent, which CUDA limits to this many
 # programs: larger batches are factored in chunks of it
 GRID_MAX_BATCH = 65535
@@ -260,6 +277,9 @@ BAR_NORMS, BAR_DOTS, CLUSTER_BARRIERS = 0, 2, 4
 # finished after the last step (`finish_at_end`)
 KEPT_BETA, KEPT_LIFT, KEPT_SCALE = range(3)
 FLOAT_BYTES = 4
+BF16_BYTES = 2
+MBARRIER_BYTES = 8
+WARPGROUP = 128             # threads of a wgmma
 ADDRESS_BYTES = 8          # a device address among a kernel's parameters (`RetargetedGraph`)
 # CUDA graph nodes that hold no addresses, besides kernels and memsets: what stream capture makes of
 # dependencies across streams
@@ -673,6 +693,282 @@ def _wy_apply_kernel(
     rows = r0 + tl.arange(0, BLOCK_M)
     v, tile = _load_block(h_ptr, h_ptr, 1.0, r0, rows, c, n, c, cols, col_hi, n, W)
     _subtract_reflected(h_ptr, rows, cols, col_hi, n, v, tile, y_big, y_small)
+
+
+# ---------------------------------------------------------------------------
+# Gluon (Hopper): a pair's trailing update with its column strip and V on chip
+# ---------------------------------------------------------------------------
+# the kernel is written for the Gluon of ON_CHIP_TRITON's releases (an experimental API): others skip it
+_GLUON_KERNELS = gluon is not None and triton.__version__.startswith(ON_CHIP_TRITON)
+
+if _GLUON_KERNELS:
+    GL_BF16_PAIR_PTX = gl.constexpr(BF16_PAIR_PTX.value)
+    GL_BF16_PAIR_CONSTRAINTS = gl.constexpr(BF16_PAIR_CONSTRAINTS.value)
+
+    @gluon.constexpr_function
+    def _wgmma_layout(width):
+        """wgmma's accumulator layout for one warpgroup's 64 x width product."""
+        return gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, width, 16])
+
+    @gluon.constexpr_function
+    def _wgmma_a_layout(width):
+        """wgmma's A operand in registers, for a product accumulated in `_wgmma_layout(width)`."""
+        return gl.DotOperandLayout(operand_index=0, parent=_wgmma_layout(width), k_width=2)
+
+    @gluon.constexpr_function
+    def _rows_layout():
+        """One warpgroup over a tile of float32 rows, four consecutive entries a thread."""
+        return gl.BlockedLayout([1, 4], [4, 8], [4, 1], [1, 0])
+
+    @gluon.jit
+    def _gl_bf16_pair(x):
+        """`_bf16_pair` in Gluon: x ~= hi + lo, both bfloat16, by the same PTX."""
+        return gl.inline_asm_elementwise(GL_BF16_PAIR_PTX, GL_BF16_PAIR_CONSTRAINTS, [x],
+                                         dtype=(gl.bfloat16, gl.bfloat16), is_pure=True, pack=2)
+
+    @gluon.jit
+    def _wgmma_3xbf16(a_hi, a_lo, b_hi, b_lo, acc, ASYNC: gl.constexpr):
+        """acc + a b on wgmma from the operands' bf16 planes (a's in registers, b's in shared memory; the
+        small cross terms first, lo x lo dropped); with ASYNC the three wgmma are left in flight."""
+        acc = warpgroup_mma(a_lo, b_hi, acc, is_async=ASYNC)
+        acc = warpgroup_mma(a_hi, b_lo, acc, is_async=ASYNC)
+        return warpgroup_mma(a_hi, b_hi, acc, is_async=ASYNC)
+
+    # ----- the producer warp: every TMA -----
+
+    @gluon.jit
+    def _request_block(h_desc, strip, arrived, tile, i, end, tiles_n, n, c, col_lo, BM: gl.constexpr,
+                       BN: gl.constexpr):
+        """Ask TMA for row block i of column tile `tile`'s strip into slot i (none from tile `end` on)."""
+        if tile < end:
+            mbarrier.expect(arrived.index(i), h_desc.block_type.nbytes)
+            tma.async_copy_global_to_shared(h_desc, [tile // tiles_n * n + c + i * BM, col_lo + tile % tiles_n * BN],
+                                            arrived.index(i), strip.index(i))
+
+    @gluon.jit
+    def _store_block(h_desc, strip, arrived, computed, i, k, tile, end, tiles_n, n, c, col_lo, BM: gl.constexpr,
+                     BN: gl.constexpr):
+        """Once the consumer has written slot i of the CTA's k-th tile (`tile`), store it by TMA; once the
+        store before it has read its slot (i - 1), request the next tile's block i - 1 there."""
+        mbarrier.wait(computed.index(i), k & 1)
+        tma.async_copy_shared_to_global(h_desc, [tile // tiles_n * n + c + i * BM, col_lo + tile % tiles_n * BN],
+                                        strip.index(i))
+        if i > 0:
+            tma.store_wait(pendings=1)
+            _request_block(h_desc, strip, arrived, tile + 1, i - 1, end, tiles_n, n, c, col_lo, BM, BN)
+
+    @gluon.jit
+    def _raw_halves(v_hi, v_lo, BM: gl.constexpr, W: gl.constexpr, SLOTS: gl.constexpr):
+        """v_hi's and v_lo's blocks seen as float32 half blocks (BM / 2 x W: the same bytes)."""
+        raw: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BM // 2, W], gl.float32)
+        return (v_hi._reinterpret(gl.float32, [SLOTS, BM // 2, W], raw),
+                v_lo._reinterpret(gl.float32, [SLOTS, BM // 2, W], raw))
+
+    @gluon.jit
+    def _produce(h_desc, v_desc, strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, n, c, col_lo, tiles_n,
+                 first, end, W: gl.constexpr, BM: gl.constexpr, BN: gl.constexpr, SLOTS: gl.constexpr):
+        """The CTA's tiles first .. end - 1 in order: each slot requested at the start, then, as the
+        consumer writes slots back, stored and refilled with the next tile's block (`_store_block`). At a
+        matrix's first tile, once the consumer has released the last matrix's V, V's float32 rows from
+        H (v_desc: half blocks) land in V's planes' bytes, block i's top half in v_hi[i] and its bottom
+        half in v_lo[i], all on v_ready, for the consumer to split in place (`_split_in_place`)."""
+        for i in range(SLOTS):
+            _request_block(h_desc, strip, arrived, first, i, end, tiles_n, n, c, col_lo, BM, BN)
+        matrix = -1
+        for tile in range(first, end):
+            b = tile // tiles_n
+            if b != matrix:
+                mbarrier.wait(v_empty.index(0), ((b - first // tiles_n) & 1) ^ 1)
+                mbarrier.expect(v_ready.index(0), 2 * SLOTS * v_desc.block_type.nbytes)
+                top, bottom = _raw_halves(v_hi, v_lo, BM, W, SLOTS)
+                for block in gl.static_range(SLOTS):
+                    row = b * n + c + block * BM
+                    tma.async_copy_global_to_shared(v_desc, [row, c], v_ready.index(0), top.index(block))
+                    tma.async_copy_global_to_shared(v_desc, [row + BM // 2, c], v_ready.index(0),
+                                                    bottom.index(block))
+                matrix = b
+            for i in range(SLOTS):
+                _store_block(h_desc, strip, arrived, computed, i, tile - first, tile, end, tiles_n, n, c, col_lo,
+                             BM, BN)
+            tma.store_wait(pendings=0)
+            _request_block(h_desc, strip, arrived, tile + 1, SLOTS - 1, end, tiles_n, n, c, col_lo, BM, BN)
+
+    # ----- the consumer warpgroup: V's planes, then each tile's products -----
+
+    @gluon.jit
+    def _unit_lower_planes(x, row0, W: gl.constexpr, LAYOUT: gl.constexpr):
+        """The bf16 planes of V's rows row0.. (counted from c): x's entries below the diagonal, 1 on it, 0
+        above."""
+        rows = gl.expand_dims(row0 + gl.arange(0, x.shape[0], layout=gl.SliceLayout(1, LAYOUT)), 1)
+        k = gl.expand_dims(gl.arange(0, W, layout=gl.SliceLayout(0, LAYOUT)), 0)
+        return _gl_bf16_pair(gl.where(rows > k, x, gl.where(rows == k, 1.0, 0.0)))
+
+    @gluon.jit
+    def _split_in_place(v_hi, v_lo, BM: gl.constexpr, W: gl.constexpr, SLOTS: gl.constexpr):
+        """V's float32 rows as the producer landed them made into V's planes in the same bytes, block by
+        block (both halves read before either is overwritten), then fenced for wgmma."""
+        HALF: gl.constexpr = BM // 2
+        rows_layout: gl.constexpr = _rows_layout()
+        top, bottom = _raw_halves(v_hi, v_lo, BM, W, SLOTS)
+        for block in gl.static_range(SLOTS):
+            upper_hi, upper_lo = _unit_lower_planes(top.index(block).load(rows_layout), block * BM, W, rows_layout)
+            lower_hi, lower_lo = _unit_lower_planes(bottom.index(block).load(rows_layout), block * BM + HALF, W,
+                                                    rows_layout)
+            gl.thread_barrier()
+            v_hi.index(block).slice(0, HALF).store(upper_hi)
+            v_hi.index(block).slice(HALF, HALF).store(lower_hi)
+            v_lo.index(block).slice(0, HALF).store(upper_lo)
+            v_lo.index(block).slice(HALF, HALF).store(lower_lo)
+        fence_async_shared()
+        gl.thread_barrier()
+
+    @gluon.jit
+    def _load_t(t_ptr, b, W: gl.constexpr):
+        """Matrix b's T (W x W, row-major) into registers."""
+        rows_layout: gl.constexpr = _rows_layout()
+        k_row = gl.arange(0, W, layout=gl.SliceLayout(1, rows_layout))
+        k_col = gl.arange(0, W, layout=gl.SliceLayout(0, rows_layout))
+        return gl.load(t_ptr + b.to(gl.int64) * W * W + gl.expand_dims(k_row, 1) * W + gl.expand_dims(k_col, 0))
+
+    @gluon.jit
+    def _strip_block(strip, arrived, i, k, LAYOUT: gl.constexpr):
+        """Slot i's C^T of the CTA's k-th tile, once landed, as wgmma A planes."""
+        mbarrier.wait(arrived.index(i), k & 1)
+        return _gl_bf16_pair(strip.index(i).permute((1, 0)).load(LAYOUT))
+
+    @gluon.jit
+    def _y_t(p_t, t, t_hi, t_lo, W: gl.constexpr):
+        """Y^T = P^T T on wgmma (3xBF16), T's planes first written to t_hi, t_lo."""
+        hi, lo = _gl_bf16_pair(t)
+        t_hi.store(hi)
+        t_lo.store(lo)
+        fence_async_shared()
+        gl.thread_barrier()
+        p_hi, p_lo = _gl_bf16_pair(gl.convert_layout(p_t, _wgmma_a_layout(W)))
+        return _wgmma_3xbf16(p_hi, p_lo, t_hi, t_lo, gl.zeros_like(p_t), False)
+
+    @gluon.jit
+    def _apply_block(strip, v_hi, v_lo, ny_hi, ny_lo, i, LAYOUT: gl.constexpr):
+        """Block i's C^T + (-Y^T) V^T issued as asynchronous wgmma, accumulated onto C^T from slot i."""
+        out_t = strip.index(i).permute((1, 0)).load(LAYOUT)
+        return _wgmma_3xbf16(ny_hi, ny_lo, v_hi.index(i).permute((1, 0)), v_lo.index(i).permute((1, 0)), out_t,
+                             True)
+
+    @gluon.jit
+    def _write_back(strip, computed, out_t, i):
+        """Slot i := out_t^T, handed to the producer (computed[i])."""
+        strip.index(i).permute((1, 0)).store(out_t)
+        fence_async_shared()
+        gl.thread_barrier()
+        mbarrier.arrive(computed.index(i))
+
+    @gluon.jit
+    def _tile_products(strip, arrived, computed, v_hi, v_lo, t_hi, t_lo, t, k, W: gl.constexpr, BN: gl.constexpr,
+                       SLOTS: gl.constexpr):
+        """The CTA's k-th tile, its slots landing and written back for the producer, V's block i in
+        buffer i. In P^T = C^T V block i's wgmma run while block i + 1's C^T is read from its slot and
+        split; in the apply, two blocks a trip, the second's wgmma running while the first's result is
+        written back.
+
+        ptxas holds a wgmma's A registers only up to the next wgmma wait of
+        any depth (`warpgroup_mma_wait`'s deps do not extend it): so the next
+        block's planes are loaded before a full wait, no wgmma stays in flight
+        across a trip, and -Y^T's planes are passed through every wait
+        (bench/check_wgmma_operands.py checks the SASS for it).
+        """
+        acc_layout: gl.constexpr = _wgmma_layout(W)
+        a_layout: gl.constexpr = _wgmma_a_layout(W)
+
+        # ----- P^T := C^T V -----
+        p_t = gl.zeros([BN, W], gl.float32, acc_layout)
+        c_hi, c_lo = _strip_block(strip, arrived, 0, k, a_layout)
+        for i in range(SLOTS):
+            p_t = _wgmma_3xbf16(c_hi, c_lo, v_hi.index(i), v_lo.index(i), p_t, True)
+            next_hi, next_lo = _strip_block(strip, arrived, gl.minimum(i + 1, SLOTS - 1), k, a_layout)
+            p_t, c_hi, c_lo = warpgroup_mma_wait(num_outstanding=0, deps=(p_t, c_hi, c_lo))
+            c_hi = next_hi
+            c_lo = next_lo
+
+        # ----- -Y^T := -P^T T -----
+        ny_hi, ny_lo = _gl_bf16_pair(gl.convert_layout(-_y_t(p_t, t, t_hi, t_lo, W), a_layout))
+
+        # ----- C^T := C^T + (-Y^T) V^T, two blocks a trip -----
+        for j in range(SLOTS // 2):
+            upper = _apply_block(strip, v_hi, v_lo, ny_hi, ny_lo, 2 * j, acc_layout)
+            lower = _apply_block(strip, v_hi, v_lo, ny_hi, ny_lo, 2 * j + 1, acc_layout)
+            upper = warpgroup_mma_wait(num_outstanding=3, deps=(upper, ny_hi, ny_lo))[0]
+            _write_back(strip, computed, upper, 2 * j)
+            lower = warpgroup_mma_wait(num_outstanding=0, deps=(lower, ny_hi, ny_lo))[0]
+            _write_back(strip, computed, lower, 2 * j + 1)
+        if SLOTS % 2 == 1:
+            last = _apply_block(strip, v_hi, v_lo, ny_hi, ny_lo, SLOTS - 1, acc_layout)
+            last = warpgroup_mma_wait(num_outstanding=0, deps=(last, ny_hi, ny_lo))[0]
+            _write_back(strip, computed, last, SLOTS - 1)
+
+    @gluon.jit
+    def _consume(strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, t_hi, t_lo, t_ptr, tiles_n, first, end,
+                 W: gl.constexpr, BM: gl.constexpr, BN: gl.constexpr, SLOTS: gl.constexpr):
+        """The CTA's tiles first .. end - 1 in order, each by `_tile_products`; at a matrix's first tile V
+        is waited for and split (`_split_in_place`), after its last released (v_empty)."""
+        matrix = -1
+        for tile in range(first, end):
+            b = tile // tiles_n
+            t = _load_t(t_ptr, b, W)                    # used after P: its latency hidden
+            if b != matrix:
+                mbarrier.wait(v_ready.index(0), (b - first // tiles_n) & 1)
+                _split_in_place(v_hi, v_lo, BM, W, SLOTS)
+                matrix = b
+            _tile_products(strip, arrived, computed, v_hi, v_lo, t_hi, t_lo, t, tile - first, W, BN, SLOTS)
+            if (tile + 1) // tiles_n != b or tile + 1 == end:
+                mbarrier.arrive(v_empty.index(0))
+
+    @gluon.jit
+    def pair_update_kernel(h_desc, v_desc, t_ptr, n, c, col_lo, tiles_n, tiles, W: gl.constexpr, BM: gl.constexpr,
+                           BN: gl.constexpr, SLOTS: gl.constexpr, PRODUCER_REGS: gl.constexpr):
+        """C := C - V T^T V^T C for every column tile of C = H[b, c:n, col_lo:n] (W reflector columns from c,
+        n - c = SLOTS BM rows, tiles_n tiles of BN columns a matrix), each strip and V held on chip.
+
+        CTA p takes the batch's tiles [p tiles / P, (p + 1) tiles / P) in
+        order, so that it loads each matrix's V once. Its shared memory holds
+        a tile's whole strip (SLOTS slots of BM x BN floats, each landed by
+        TMA on its own mbarrier), V's bf16 planes (SLOTS blocks of BM x W,
+        made on chip from H's float32 rows) and T's planes. A producer warp
+        issues every TMA (`_produce`); the warpgroup (`_consume`) computes,
+        in 3xBF16 on wgmma with float32 accumulators,
+
+            P^T = C^T V,   -Y^T = -P^T T,   C^T := C^T + (-Y^T) V^T
+
+        (Y = T^T V^T C), reading C^T's blocks from their slots straight into
+        wgmma's A registers, and writes each block back into its slot, which
+        the producer stores and refills with the next tile's block: C
+        crosses DRAM once. Slots pass between the two by mbarriers (arrived:
+        landed; computed: written back), V by one ready / empty pair.
+        """
+        v_planes: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BM, W], gl.bfloat16)
+        t_planes: gl.constexpr = gl.NVMMASharedLayout.get_default_for([W, W], gl.bfloat16)
+        strip = gl.allocate_shared_memory(gl.float32, [SLOTS, BM, BN], h_desc.layout)
+        arrived = gl.allocate_shared_memory(gl.int64, [SLOTS, 1], mbarrier.MBarrierLayout())
+        computed = gl.allocate_shared_memory(gl.int64, [SLOTS, 1], mbarrier.MBarrierLayout())
+        v_hi = gl.allocate_shared_memory(gl.bfloat16, [SLOTS, BM, W], v_planes)
+        v_lo = gl.allocate_shared_memory(gl.bfloat16, [SLOTS, BM, W], v_planes)
+        v_ready = gl.allocate_shared_memory(gl.int64, [1, 1], mbarrier.MBarrierLayout())
+        v_empty = gl.allocate_shared_memory(gl.int64, [1, 1], mbarrier.MBarrierLayout())
+        t_hi = gl.allocate_shared_memory(gl.bfloat16, [W, W], t_planes)
+        t_lo = gl.allocate_shared_memory(gl.bfloat16, [W, W], t_planes)
+        for i in gl.static_range(SLOTS):
+            mbarrier.init(arrived.index(i), count=1)
+            mbarrier.init(computed.index(i), count=1)
+        mbarrier.init(v_ready.index(0), count=1)
+        mbarrier.init(v_empty.index(0), count=1)
+        pid = gl.program_id(0)
+        first = pid * tiles // gl.num_programs(0)
+        end = (pid + 1) * tiles // gl.num_programs(0)
+        gl.warp_specialize([
+            (_consume, (strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, t_hi, t_lo, t_ptr, tiles_n, first,
+                        end, W, BM, BN, SLOTS)),
+            (_produce, (h_desc, v_desc, strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, n, c, col_lo,
+                        tiles_n, first, end, W, BM, BN, SLOTS)),
+        ], [1], [PRODUCER_REGS])
 
 
 # ---------------------------------------------------------------------------
@@ -2550,7 +2846,7 @@ def panel_smem_bytes(rows: int, width: int, form_t: bool, cluster: int = 1, chol
     floats = (rows | 1) * width + 2 * (width if form_t else SQUARE_BLOCK) ** 2 + width + 2 * NEXT_FLOATS
     if cholesky:        # seven width x (width + 4) triangles, two broadcast rows, the vectors, the Gram's parts
         floats += 7 * width * (width + 4) + 2 * width + CHOL_ROWS * width + threads // WARP * width * (width + 1) // 2
-    barriers = CLUSTER_BARRIERS * 8 if cluster > 1 else 0       # mbarriers: 8 bytes each
+    barriers = CLUSTER_BARRIERS * MBARRIER_BYTES if cluster > 1 else 0
     return FLOAT_BYTES * (floats + exchange_floats(width, cluster)) + barriers
 
 
@@ -2721,6 +3017,23 @@ class Update:
     splits: int         # row splits of V^T C
     block_n: int        # columns of a tile
     fused: bool         # one launch per column tile (splits == 1)
+
+
+def on_chip_smem_bytes(rows: int, width: int) -> int:
+    """Shared memory of `pair_update_kernel` over `rows` rows for `width` reflector columns: a strip
+    (float32), V's and T's two bf16 planes, two mbarriers a slot and V's two."""
+    slots = rows // ON_CHIP_BLOCK
+    return (rows * ON_CHIP_BLOCK * FLOAT_BYTES + 2 * (rows + width) * width * BF16_BYTES
+            + (2 * slots + 2) * MBARRIER_BYTES)
+
+
+def updates_on_chip(n: int, c: int, width: int, update: Update, smem: int) -> bool:
+    """Whether `pair_update_kernel` serves `update` by the block reflector of `width` columns at c (on a
+    device where `_on_chip_device`): a pair's fused update of whole ON_CHIP_BLOCK row blocks and column
+    tiles to column n, whose strip and V fit in `smem` bytes of shared memory."""
+    rows = n - c
+    return (width == 2 * PANEL_WIDTH and update.fused and rows % ON_CHIP_BLOCK == 0 and update.col_hi == n
+            and (n - update.col_lo) % ON_CHIP_BLOCK == 0 and on_chip_smem_bytes(rows, width) + SMEM_RESERVE <= smem)
 
 
 def _column_tiles(batch: int, col_lo: int, col_hi: int, block_n: int) -> int:
@@ -2935,17 +3248,47 @@ def _lift(h, size, inverse: bool, col_end: int | None = None):
             BLOCK_R=STAGE_BLOCK[0], BLOCK_C=STAGE_BLOCK[1])
 
 
+@lru_cache(maxsize=None)
+def _on_chip_device(device_index: int) -> bool:
+    """Whether pair updates may take `pair_update_kernel` on a device: one of compute capability
+    ON_CHIP_CAPABILITY, where the kernel is defined (`_GLUON_KERNELS`)."""
+    return _GLUON_KERNELS and torch.cuda.get_device_capability(device_index) == ON_CHIP_CAPABILITY
+
+
+def _pair_update_on_chip(h, t, c: int, width: int, update: Update) -> None:
+    """`_apply_block_reflector` by `pair_update_kernel` (where `updates_on_chip`), one CTA an SM: H is read
+    through TMA descriptors of its rows, blocks of a strip slot and V's half blocks."""
+    batch, n, _ = h.shape
+    rows = h.view(batch * n, n)
+    slot, half = [ON_CHIP_BLOCK, ON_CHIP_BLOCK], [ON_CHIP_BLOCK // 2, width]
+    h_desc, v_desc = (TensorDescriptor(rows, [batch * n, n], [n, 1], block,
+                                       gl.NVMMASharedLayout.get_default_for(block, gl.float32))
+                      for block in (slot, half))
+    tiles_n = (n - update.col_lo) // ON_CHIP_BLOCK
+    tiles = batch * tiles_n
+    sms = _device_limits(h.device.index)[0]
+    pair_update_kernel[(min(tiles, sms),)](
+        h_desc, v_desc, t, n, c, update.col_lo, tiles_n, tiles, W=width, BM=ON_CHIP_BLOCK, BN=ON_CHIP_BLOCK,
+        SLOTS=(n - c) // ON_CHIP_BLOCK, PRODUCER_REGS=ON_CHIP_PRODUCER_REGS, num_warps=WARPGROUP // WARP)
+
+
 def _apply_block_reflector(h, y, t, c: int, width: int, update: Update, source=None):
     """H[:, c:, cols] := (I - V T V^T)^T H[:, c:, cols] with V, T of the `width` columns of reflectors from
     c (a panel's, or a pair's merged into one block), cols of `update`.
 
-    One launch when the update is `fused`; otherwise V^T C is summed over
-    row splits into `y` and a second launch applies it. With `source` =
-    (a, size) a fused update of the first step reads C from the contiguous
-    input a, lifted by the matrix sizes (see `_wy_update_kernel`); a split
-    one reads h, where its columns were staged (`staged_columns`).
+    One launch when the update is `fused`: `pair_update_kernel` on a Hopper
+    GPU where `updates_on_chip`, else `_wy_update_kernel`. Otherwise V^T C is
+    summed over row splits into `y` and a second launch applies it. With
+    `source` = (a, size) a fused update of the first step reads C from the
+    contiguous input a, lifted by the matrix sizes (see
+    `_wy_update_kernel`); a split one reads h, where its columns were staged
+    (`staged_columns`).
     """
     batch, n, _ = h.shape
+    if (source is None and not TRITON_INTERPRETED.value and _on_chip_device(h.device.index)
+            and updates_on_chip(n, c, width, update, _device_limits(h.device.index)[1])):
+        _pair_update_on_chip(h, t, c, width, update)
+        return
     rows = n - c
     col_tiles = triton.cdiv(update.col_hi - update.col_lo, update.block_n)
     sizes = (n, c, update.col_lo, update.col_hi)

@@ -1,6 +1,6 @@
 """Does a kernel overwrite the A registers of a wgmma still in flight? (no GPU needed)
 
-    python bench/check_wgmma_operands.py [--stages 5] [FILE.ptx | FILE.sass ...]
+    python bench/check_wgmma_operands.py [--slots 2,3,4,5,6] [FILE.ptx | FILE.sass ...]
 
 A wgmma whose A operand comes from registers reads them asynchronously,
 until a `wgmma.wait_group N` retires its group (at most N groups newer
@@ -16,8 +16,9 @@ toolkit), and for each group of HGMMA with register A follows the control
 flow (fall-through and branch targets, groups issued since counted) until
 a `WARPGROUP.DEPBAR.LE gsb0, N` retires it; any instruction on the way
 that writes one of its A registers is reported. Without files it compiles
-build 9 (`onepass_ws_kernel`, PIPELINED) for sm_90a here and checks it.
-Exit status 1 when a write is found.
+the submission's `pair_update_kernel` for sm_90a here, at each row-block
+count, and checks it (tests/test_wgmma_operands.py runs that). Exit
+status 1 when a write is found.
 """
 import argparse
 import os
@@ -125,55 +126,59 @@ def in_flight_writes(program: list[tuple[int, str]]) -> list[str]:
     return found
 
 
-def build9_ptx(stages: int) -> str:
-    """Build 9's PTX for sm_90a (640x512-like descriptors, a pair's W 64), compiled here."""
+def pair_update_ptx(slots: int) -> str:
+    """`submission.pair_update_kernel`'s PTX for sm_90a over `slots` row blocks (a pair's W 64, 512 x 512
+    matrices), compiled here."""
     import torch
     from triton.backends.compiler import BaseBackend, GPUTarget
     from triton._C.libtriton import native_specialize_impl
     from triton.experimental.gluon import language as gl
     from triton.experimental.gluon._runtime import GluonASTSource
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
-    import probe_onepass_gluon as probe
+    import submission
 
-    n, width, block = 512, 64, probe.BLOCK_M
+    n, width, block = 512, 2 * submission.PANEL_WIDTH, submission.ON_CHIP_BLOCK
     h = torch.zeros(4 * n, n)
-    planes = torch.zeros(4 * 2 * n, width, dtype=torch.bfloat16)
-    descriptors = {
-        "h_desc": TensorDescriptor(h, list(h.shape), [n, 1], [block, block],
-                                   gl.NVMMASharedLayout.get_default_for([block, block], gl.float32)),
-        "v_desc": TensorDescriptor(planes, list(planes.shape), [width, 1], [block, width],
-                                   gl.NVMMASharedLayout.get_default_for([block, width], gl.bfloat16))}
+    descriptors = {name: TensorDescriptor(h, list(h.shape), [n, 1], shape,
+                                          gl.NVMMASharedLayout.get_default_for(shape, gl.float32))
+                   for name, shape in (("h_desc", [block, block]), ("v_desc", [block // 2, width]))}
     signature = {name: native_specialize_impl(BaseBackend, d, False, True, True)[0] for name, d in descriptors.items()}
     signature.update({"t_ptr": "*fp32", "n": "i32", "c": "i32", "col_lo": "i32", "tiles_n": "i32", "tiles": "i32"})
-    constants = dict(W=width, BM=block, BN=block, SLOTS=n // block, STAGES=stages, CONSUMERS=1,
-                     PRODUCER_REGS=probe.PRODUCER_REGS, CONSUMER_REGS=probe.CONSUMER_REGS, PIPELINED=True, REMOVE=0)
-    source = GluonASTSource(probe.onepass_ws_kernel, {**signature, **{k: "constexpr" for k in constants}},
+    constants = dict(W=width, BM=block, BN=block, SLOTS=slots, PRODUCER_REGS=submission.ON_CHIP_PRODUCER_REGS)
+    source = GluonASTSource(submission.pair_update_kernel, {**signature, **{k: "constexpr" for k in constants}},
                             constexprs=constants)
-    kernel = triton.compile(source, target=GPUTarget("cuda", 90, 32), options=dict(num_warps=probe.WARPS))
+    kernel = triton.compile(source, target=GPUTarget("cuda", 90, 32),
+                            options=dict(num_warps=submission.WARPGROUP // submission.WARP))
     return kernel.asm["ptx"]
+
+
+def check(name: str, sass: str) -> list[str]:
+    """Print and return the writes to in-flight wgmma A registers in one kernel's SASS."""
+    program = instructions(sass)
+    groups = sum(1 for _, i in program if i.startswith("HGMMA") and "gsb0" in i)
+    found = in_flight_writes(program)
+    print(f"{name}: {groups} wgmma groups, {len(found)} writes to in-flight A registers")
+    for line in found[:20]:
+        print("  " + line)
+    return found
 
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("files", nargs="*", type=Path, help=".ptx or .sass files (default: build 9, compiled here)")
-    parser.add_argument("--stages", type=int, default=5, help="build 9's ring stages")
+    parser.add_argument("files", nargs="*", type=Path,
+                        help=".ptx or .sass files (default: the submission's pair_update_kernel, compiled here)")
+    parser.add_argument("--slots", default="2,3,4,5,6", help="pair_update_kernel's row blocks")
     args = parser.parse_args(argv)
-    if args.files:
-        sources = [(str(path), sass_of(path)) for path in args.files]
-    else:
-        with tempfile.TemporaryDirectory() as tmp:
-            ptx = Path(tmp) / "build9.ptx"
-            ptx.write_text(build9_ptx(args.stages))
-            sources = [(f"build 9, ring {args.stages}", sass_of(ptx))]
     status = 0
-    for name, sass in sources:
-        program = instructions(sass)
-        groups = sum(1 for _, i in program if i.startswith("HGMMA") and "gsb0" in i)
-        found = in_flight_writes(program)
-        print(f"{name}: {groups} wgmma groups, {len(found)} writes to in-flight A registers")
-        for line in found[:20]:
-            print("  " + line)
-        status |= bool(found)
+    if args.files:
+        for path in args.files:
+            status |= bool(check(str(path), sass_of(path)))
+        return status
+    with tempfile.TemporaryDirectory() as tmp:
+        for slots in map(int, args.slots.split(",")):
+            ptx = Path(tmp) / f"pair_update_{slots}.ptx"
+            ptx.write_text(pair_update_ptx(slots))
+            status |= bool(check(f"pair_update_kernel, {slots} slots", sass_of(ptx)))
     return status
 
 

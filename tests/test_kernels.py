@@ -157,6 +157,38 @@ def test_block_reflector_matches_float64(batch, n, c, splits, fused, next_panel_
     assert torch.equal(h[:, :c, :], before[:, :c, :])
 
 
+@pytest.mark.parametrize("batch,n,c", [
+    (5, 512, 128),      # six row blocks, a CTA a tile
+    (61, 384, 64),      # five (odd), runs of two tiles that cross matrices
+    (500, 256, 128),    # two, one tile a matrix: each CTA loads V for ~4 matrices in turn
+    (3, 512, 384),
+])
+def test_pair_update_on_chip_matches_float64(batch, n, c):
+    # Hopper's `pair_update_kernel` (strip and V on chip) applies a pair's block reflector as the Triton
+    # update does: C - V T^T V^T C to TRAILING_RTOL, every other entry of h untouched
+    if not submission._on_chip_device(torch.cuda.current_device()):
+        pytest.skip("pair_update_kernel runs on compute capability 9.0 with a Triton of ON_CHIP_TRITON")
+    width = 2 * WIDTH
+    update = submission.Update(c + width, n, 1, submission.TRAIL_BLOCK_N, True)
+    assert submission.updates_on_chip(n, c, width, update, submission._device_limits(torch.cuda.current_device())[1])
+    torch.manual_seed(batch + n + c)
+    a = torch.randn((batch, n, n), device="cuda")
+    panel_h, panel_tau = torch.geqrf(a[:, c:, c:c + width].double())
+    h = a.clone()
+    h[:, c:, c:c + width] = panel_h.float()
+    v = _unit_lower(panel_h)
+    t = _larft(v, panel_tau)
+    trailing = a[:, c:, c + width:].double()
+    expected = trailing - v @ (t.transpose(-1, -2) @ (v.transpose(-1, -2) @ trailing))
+
+    before = h.clone()
+    submission._apply_block_reflector(h, None, t.float().contiguous(), c, width, update)
+    got = h[:, c:, c + width:].double()
+    assert (got - expected).abs().max() <= TRAILING_RTOL * expected.abs().max()
+    assert torch.equal(h[:, :, :c + width], before[:, :, :c + width])
+    assert torch.equal(h[:, :c, :], before[:, :c, :])
+
+
 @pytest.mark.parametrize("resident", [True, False], ids=["resident", "streamed"])
 @pytest.mark.parametrize("batch,n,cluster,c,big", [
     (2, 200, 1, 0, 1.0), (1, 130, 1, 64, 1.0), (3, 512, 1, 32, 1.0), (2, 512, 2, 0, 1.0), (2, 600, 2, 256, 1.0),

@@ -868,6 +868,37 @@ def test_graph_calls_factor_into_fresh_outputs_with_the_bits_of_eager_launches(b
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("batch,n", [(5, 512), (7, 384)])
+def test_pair_updates_on_chip_in_a_graph_give_the_bits_of_eager_launches(batch, n, monkeypatch):
+    # on Hopper the pairs' rest updates of whole row blocks take `pair_update_kernel`, whose TMA descriptors
+    # of h the captured graph holds: launched on other outputs (`RetargetedGraph` rewrites their address),
+    # calls give the bits of the same launches run eagerly on those outputs, and factor
+    if not submission._on_chip_device(torch.cuda.current_device()):
+        pytest.skip("pair_update_kernel runs on compute capability 9.0 with a Triton of ON_CHIP_TRITON")
+    monkeypatch.setattr(submission, "PAIR_MIN_BYTES", 0)
+    monkeypatch.setattr(submission, "PAIR_MIN_TILES", 0)
+    monkeypatch.setattr(submission, "TRAIL_FUSE_PROGRAMS", 0)
+    a = reference.generate_input(batch, n, 1, 91, "dense")
+    b = reference.generate_input(batch, n, 1, 92, "rankdef")
+    f = submission.Factorization(batch, n, a.device)
+    smem = submission._device_limits(a.device.index)[1]
+    width = 2 * submission.PANEL_WIDTH
+    assert any(step.pair and step.c > 0 and submission.updates_on_chip(n, step.c, width, step.rest, smem)
+               for step in f.steps)
+    assert f.retargeted is not None
+    first = f(a)
+    kept = first[0].clone(), first[1].clone()
+    second = f(b)                   # other outputs, the first call's kept: the descriptors' words rewritten
+    for data, got in ((a, kept), (b, second)):
+        h, tau = torch.empty_like(data), data.new_empty((batch, n))
+        f.stage(data, h, f.staged if f.reads_input else None)
+        f.launch(h, tau, data if f.reads_input else None)
+        assert torch.equal(got[0], h) and torch.equal(got[1], tau)
+        assert_factors(data, got)
+    assert torch.equal(first[0], kept[0])
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("batch,n,eager,pairs", [
     (3, 300, True, False), (2, 1100, True, False), (2, 1100, False, False), (3, 300, True, True), (2, 1100, False, True),
 ])
