@@ -172,6 +172,7 @@ TRAIL_IEEE_MAX_W = tl.constexpr(32)     # wider updates form T^T V^T C on tensor
 ON_CHIP_CAPABILITY = (9, 0)         # wgmma and TMA as Gluon's Hopper module emits them (sm_90a)
 ON_CHIP_TRITON = ("3.6.",)          # Triton releases whose Gluon the kernel is written for
 ON_CHIP_BLOCK = 64                  # rows of a strip slot (wgmma's M), columns of a column tile
+ON_CHIP_RING = 4                    # slots of a strip that does not fit whole beside V, streamed twice
 ON_CHIP_PRODUCER_REGS = 40          # registers of the warp that issues every TMA
 # the blocked path's Triton grids hold the batch in their y or z extent, which CUDA limits to this many
 # programs: larger batches are factored in chunks of it
@@ -704,6 +705,7 @@ _GLUON_KERNELS = gluon is not None and triton.__version__.startswith(ON_CHIP_TRI
 if _GLUON_KERNELS:
     GL_BF16_PAIR_PTX = gl.constexpr(BF16_PAIR_PTX.value)
     GL_BF16_PAIR_CONSTRAINTS = gl.constexpr(BF16_PAIR_CONSTRAINTS.value)
+    GL_TINY_EXPONENT = gl.constexpr(TINY_EXPONENT.value)
 
     @gluon.constexpr_function
     def _wgmma_layout(width):
@@ -727,6 +729,13 @@ if _GLUON_KERNELS:
                                          dtype=(gl.bfloat16, gl.bfloat16), is_pure=True, pack=2)
 
     @gluon.jit
+    def _gl_lift(size_ptr, b):
+        """2^k by which the first update lifts matrix b's input (`_power_of_two(_lift_exponent(size[b]))`)."""
+        biased = (gl.load(size_ptr + b).to(gl.int32, bitcast=True) >> 23) & 0xFF
+        k = gl.where(biased < GL_TINY_EXPONENT + 127, gl.minimum(127 - biased, 126), 0)
+        return ((k + 127) << 23).to(gl.float32, bitcast=True)
+
+    @gluon.jit
     def _wgmma_3xbf16(a_hi, a_lo, b_hi, b_lo, acc, ASYNC: gl.constexpr):
         """acc + a b on wgmma from the operands' bf16 planes (a's in registers, b's in shared memory; the
         small cross terms first, lo x lo dropped); with ASYNC the three wgmma are left in flight."""
@@ -737,25 +746,18 @@ if _GLUON_KERNELS:
     # ----- the producer warp: every TMA -----
 
     @gluon.jit
-    def _request_block(h_desc, strip, arrived, tile, i, end, tiles_n, n, c, col_lo, BM: gl.constexpr,
+    def _request_block(c_desc, strip, arrived, slot, tile, block, tiles_n, n, c, col_lo, BM: gl.constexpr,
                        BN: gl.constexpr):
-        """Ask TMA for row block i of column tile `tile`'s strip into slot i (none from tile `end` on)."""
-        if tile < end:
-            mbarrier.expect(arrived.index(i), h_desc.block_type.nbytes)
-            tma.async_copy_global_to_shared(h_desc, [tile // tiles_n * n + c + i * BM, col_lo + tile % tiles_n * BN],
-                                            arrived.index(i), strip.index(i))
+        """Ask TMA for row block `block` of column tile `tile`'s strip into slot `slot`."""
+        mbarrier.expect(arrived.index(slot), c_desc.block_type.nbytes)
+        tma.async_copy_global_to_shared(c_desc, [tile // tiles_n * n + c + block * BM, col_lo + tile % tiles_n * BN],
+                                        arrived.index(slot), strip.index(slot))
 
     @gluon.jit
-    def _store_block(h_desc, strip, arrived, computed, i, k, tile, end, tiles_n, n, c, col_lo, BM: gl.constexpr,
-                     BN: gl.constexpr):
-        """Once the consumer has written slot i of the CTA's k-th tile (`tile`), store it by TMA; once the
-        store before it has read its slot (i - 1), request the next tile's block i - 1 there."""
-        mbarrier.wait(computed.index(i), k & 1)
-        tma.async_copy_shared_to_global(h_desc, [tile // tiles_n * n + c + i * BM, col_lo + tile % tiles_n * BN],
-                                        strip.index(i))
-        if i > 0:
-            tma.store_wait(pendings=1)
-            _request_block(h_desc, strip, arrived, tile + 1, i - 1, end, tiles_n, n, c, col_lo, BM, BN)
+    def _store_block(h_desc, strip, slot, tile, block, tiles_n, n, c, col_lo, BM: gl.constexpr, BN: gl.constexpr):
+        """Store slot `slot` by TMA into row block `block` of column tile `tile` of H."""
+        tma.async_copy_shared_to_global(h_desc, [tile // tiles_n * n + c + block * BM, col_lo + tile % tiles_n * BN],
+                                        strip.index(slot))
 
     @gluon.jit
     def _raw_halves(v_hi, v_lo, BM: gl.constexpr, W: gl.constexpr, SLOTS: gl.constexpr):
@@ -765,33 +767,81 @@ if _GLUON_KERNELS:
                 v_lo._reinterpret(gl.float32, [SLOTS, BM // 2, W], raw))
 
     @gluon.jit
-    def _produce(h_desc, v_desc, strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, n, c, col_lo, tiles_n,
-                 first, end, W: gl.constexpr, BM: gl.constexpr, BN: gl.constexpr, SLOTS: gl.constexpr):
-        """The CTA's tiles first .. end - 1 in order: each slot requested at the start, then, as the
-        consumer writes slots back, stored and refilled with the next tile's block (`_store_block`). At a
-        matrix's first tile, once the consumer has released the last matrix's V, V's float32 rows from
-        H (v_desc: half blocks) land in V's planes' bytes, block i's top half in v_hi[i] and its bottom
+    def _load_v(v_desc, v_hi, v_lo, v_ready, v_empty, b, m, n, c, W: gl.constexpr, BM: gl.constexpr,
+                SLOTS: gl.constexpr):
+        """Once the consumer has released the last matrix's V, matrix b's (the CTA's m-th) float32 rows
+        from H (v_desc: half blocks) into V's planes' bytes, block i's top half in v_hi[i] and its bottom
         half in v_lo[i], all on v_ready, for the consumer to split in place (`_split_in_place`)."""
+        mbarrier.wait(v_empty.index(0), (m & 1) ^ 1)
+        mbarrier.expect(v_ready.index(0), 2 * SLOTS * v_desc.block_type.nbytes)
+        top, bottom = _raw_halves(v_hi, v_lo, BM, W, SLOTS)
+        for block in gl.static_range(SLOTS):
+            row = b * n + c + block * BM
+            tma.async_copy_global_to_shared(v_desc, [row, c], v_ready.index(0), top.index(block))
+            tma.async_copy_global_to_shared(v_desc, [row + BM // 2, c], v_ready.index(0), bottom.index(block))
+
+    @gluon.jit
+    def _produce_whole(h_desc, c_desc, v_desc, strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, n, c,
+                       col_lo, tiles_n, first, end, W: gl.constexpr, BM: gl.constexpr, BN: gl.constexpr,
+                       SLOTS: gl.constexpr):
+        """The strip held whole (slot i: row block i): each slot requested at the start; then, as the
+        consumer writes a tile's slots back, each stored and, once the store after it has read its slot,
+        refilled with the next tile's block; V loaded at each matrix's first tile."""
         for i in range(SLOTS):
-            _request_block(h_desc, strip, arrived, first, i, end, tiles_n, n, c, col_lo, BM, BN)
+            _request_block(c_desc, strip, arrived, i, first, i, tiles_n, n, c, col_lo, BM, BN)
         matrix = -1
         for tile in range(first, end):
             b = tile // tiles_n
             if b != matrix:
-                mbarrier.wait(v_empty.index(0), ((b - first // tiles_n) & 1) ^ 1)
-                mbarrier.expect(v_ready.index(0), 2 * SLOTS * v_desc.block_type.nbytes)
-                top, bottom = _raw_halves(v_hi, v_lo, BM, W, SLOTS)
-                for block in gl.static_range(SLOTS):
-                    row = b * n + c + block * BM
-                    tma.async_copy_global_to_shared(v_desc, [row, c], v_ready.index(0), top.index(block))
-                    tma.async_copy_global_to_shared(v_desc, [row + BM // 2, c], v_ready.index(0),
-                                                    bottom.index(block))
+                _load_v(v_desc, v_hi, v_lo, v_ready, v_empty, b, b - first // tiles_n, n, c, W, BM, SLOTS)
                 matrix = b
             for i in range(SLOTS):
-                _store_block(h_desc, strip, arrived, computed, i, tile - first, tile, end, tiles_n, n, c, col_lo,
-                             BM, BN)
+                mbarrier.wait(computed.index(i), (tile - first) & 1)
+                _store_block(h_desc, strip, i, tile, i, tiles_n, n, c, col_lo, BM, BN)
+                if i > 0 and tile + 1 < end:
+                    tma.store_wait(pendings=1)
+                    _request_block(c_desc, strip, arrived, i - 1, tile + 1, i - 1, tiles_n, n, c, col_lo, BM, BN)
             tma.store_wait(pendings=0)
-            _request_block(h_desc, strip, arrived, tile + 1, SLOTS - 1, end, tiles_n, n, c, col_lo, BM, BN)
+            if tile + 1 < end:
+                _request_block(c_desc, strip, arrived, SLOTS - 1, tile + 1, SLOTS - 1, tiles_n, n, c, col_lo, BM,
+                               BN)
+
+    @gluon.jit
+    def _store_applied(h_desc, strip, slot, use, first, tiles_n, n, c, col_lo, BM: gl.constexpr,
+                       BN: gl.constexpr, SLOTS: gl.constexpr):
+        """A streamed strip's use `use` (through slot `slot`), if it was an apply's: its block stored, and
+        the store's read of the slot waited for."""
+        if use >= 0 and use % (2 * SLOTS) >= SLOTS:
+            _store_block(h_desc, strip, slot, first + use // (2 * SLOTS), use % (2 * SLOTS) - SLOTS, tiles_n, n, c,
+                         col_lo, BM, BN)
+            tma.store_wait(pendings=0)
+
+    @gluon.jit
+    def _produce_twice(h_desc, c_desc, v_desc, strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, n, c,
+                       col_lo, tiles_n, first, end, W: gl.constexpr, BM: gl.constexpr, BN: gl.constexpr,
+                       SLOTS: gl.constexpr, RING: gl.constexpr):
+        """The strip streamed twice through a ring of RING slots: a tile's uses 0 .. SLOTS - 1 are its
+        row blocks for P, uses SLOTS .. 2 SLOTS - 1 the same again for the apply (mostly from L2), use u
+        of the CTA in slot u % RING. Before use u is requested the consumer's release of use u - RING is
+        waited for, and that block stored first if it was an apply's; V loaded at each matrix's first
+        tile."""
+        USES: gl.constexpr = 2 * SLOTS
+        matrix = -1
+        for tile in range(first, end):
+            b = tile // tiles_n
+            if b != matrix:
+                _load_v(v_desc, v_hi, v_lo, v_ready, v_empty, b, b - first // tiles_n, n, c, W, BM, SLOTS)
+                matrix = b
+            for j in range(USES):
+                use = (tile - first) * USES + j
+                slot = use % RING
+                mbarrier.wait(computed.index(slot), ((use // RING) & 1) ^ 1)
+                _store_applied(h_desc, strip, slot, use - RING, first, tiles_n, n, c, col_lo, BM, BN, SLOTS)
+                _request_block(c_desc, strip, arrived, slot, tile, j % SLOTS, tiles_n, n, c, col_lo, BM, BN)
+        uses = (end - first) * USES
+        for use in range(uses - RING, uses):
+            mbarrier.wait(computed.index(use % RING), (use // RING) & 1)
+            _store_applied(h_desc, strip, use % RING, use, first, tiles_n, n, c, col_lo, BM, BN, SLOTS)
 
     # ----- the consumer warpgroup: V's planes, then each tile's products -----
 
@@ -831,10 +881,27 @@ if _GLUON_KERNELS:
         return gl.load(t_ptr + b.to(gl.int64) * W * W + gl.expand_dims(k_row, 1) * W + gl.expand_dims(k_col, 0))
 
     @gluon.jit
-    def _strip_block(strip, arrived, i, k, LAYOUT: gl.constexpr):
-        """Slot i's C^T of the CTA's k-th tile, once landed, as wgmma A planes."""
-        mbarrier.wait(arrived.index(i), k & 1)
-        return _gl_bf16_pair(strip.index(i).permute((1, 0)).load(LAYOUT))
+    def _landed(strip, arrived, use, k, STRIP: gl.constexpr, SLOTS: gl.constexpr):
+        """The slot of use `use` (the CTA's k-th tile's), waited for until its block has landed: slot
+        `use` of a whole strip (landed once a tile), else slot use % STRIP of the ring."""
+        if STRIP == SLOTS:
+            mbarrier.wait(arrived.index(use), k & 1)
+            return strip.index(use)
+        else:
+            mbarrier.wait(arrived.index(use % STRIP), (use // STRIP) & 1)
+            return strip.index(use % STRIP)
+
+    @gluon.jit
+    def _c_t_planes(strip, arrived, computed, use, k, lift, LAYOUT: gl.constexpr, STRIP: gl.constexpr,
+                    SLOTS: gl.constexpr, FROM_INPUT: gl.constexpr):
+        """C^T of use `use` (P's pass) as wgmma A planes, lifted from the input with FROM_INPUT; a ring's slot
+        released (computed) once read."""
+        x = _landed(strip, arrived, use, k, STRIP, SLOTS).permute((1, 0)).load(LAYOUT)
+        if STRIP < SLOTS:
+            mbarrier.arrive(computed.index(use % STRIP))
+        if FROM_INPUT:
+            x = x * lift
+        return _gl_bf16_pair(x)
 
     @gluon.jit
     def _y_t(p_t, t, t_hi, t_lo, W: gl.constexpr):
@@ -848,27 +915,31 @@ if _GLUON_KERNELS:
         return _wgmma_3xbf16(p_hi, p_lo, t_hi, t_lo, gl.zeros_like(p_t), False)
 
     @gluon.jit
-    def _apply_block(strip, v_hi, v_lo, ny_hi, ny_lo, i, LAYOUT: gl.constexpr):
-        """Block i's C^T + (-Y^T) V^T issued as asynchronous wgmma, accumulated onto C^T from slot i."""
-        out_t = strip.index(i).permute((1, 0)).load(LAYOUT)
-        return _wgmma_3xbf16(ny_hi, ny_lo, v_hi.index(i).permute((1, 0)), v_lo.index(i).permute((1, 0)), out_t,
-                             True)
+    def _apply_block(strip, arrived, v_hi, v_lo, ny_hi, ny_lo, block, use, k, lift, LAYOUT: gl.constexpr,
+                     STRIP: gl.constexpr, SLOTS: gl.constexpr, FROM_INPUT: gl.constexpr):
+        """Row block `block`'s C^T + (-Y^T) V^T issued as asynchronous wgmma, accumulated onto C^T from the
+        slot of use `use` (lifted with FROM_INPUT)."""
+        out_t = _landed(strip, arrived, use, k, STRIP, SLOTS).permute((1, 0)).load(LAYOUT)
+        if FROM_INPUT:
+            out_t = out_t * lift
+        return _wgmma_3xbf16(ny_hi, ny_lo, v_hi.index(block).permute((1, 0)), v_lo.index(block).permute((1, 0)),
+                             out_t, True)
 
     @gluon.jit
-    def _write_back(strip, computed, out_t, i):
-        """Slot i := out_t^T, handed to the producer (computed[i])."""
-        strip.index(i).permute((1, 0)).store(out_t)
+    def _write_back(strip, computed, out_t, use, STRIP: gl.constexpr):
+        """The slot of use `use` := out_t^T, handed to the producer (computed) to store."""
+        strip.index(use % STRIP).permute((1, 0)).store(out_t)
         fence_async_shared()
         gl.thread_barrier()
-        mbarrier.arrive(computed.index(i))
+        mbarrier.arrive(computed.index(use % STRIP))
 
     @gluon.jit
-    def _tile_products(strip, arrived, computed, v_hi, v_lo, t_hi, t_lo, t, k, W: gl.constexpr, BN: gl.constexpr,
-                       SLOTS: gl.constexpr):
-        """The CTA's k-th tile, its slots landing and written back for the producer, V's block i in
-        buffer i. In P^T = C^T V block i's wgmma run while block i + 1's C^T is read from its slot and
-        split; in the apply, two blocks a trip, the second's wgmma running while the first's result is
-        written back.
+    def _tile_products(strip, arrived, computed, v_hi, v_lo, t_hi, t_lo, t, k, lift, W: gl.constexpr,
+                       BN: gl.constexpr, SLOTS: gl.constexpr, STRIP: gl.constexpr, FROM_INPUT: gl.constexpr):
+        """The CTA's k-th tile. Row block i is P's use i and the apply's use SLOTS + i of a whole strip
+        (both slot i), or a ring's uses 2 SLOTS k + i and 2 SLOTS k + SLOTS + i. In P^T = C^T V block i's
+        wgmma run while block i + 1's C^T is read from its slot and split; in the apply, two blocks a trip,
+        the second's wgmma running while the first's result is written back.
 
         ptxas holds a wgmma's A registers only up to the next wgmma wait of
         any depth (`warpgroup_mma_wait`'s deps do not extend it): so the next
@@ -878,84 +949,105 @@ if _GLUON_KERNELS:
         """
         acc_layout: gl.constexpr = _wgmma_layout(W)
         a_layout: gl.constexpr = _wgmma_a_layout(W)
+        if STRIP == SLOTS:      # block i in slot i in both passes
+            p_use = 0
+            apply_use = 0
+        else:
+            p_use = 2 * SLOTS * k
+            apply_use = p_use + SLOTS
 
         # ----- P^T := C^T V -----
         p_t = gl.zeros([BN, W], gl.float32, acc_layout)
-        c_hi, c_lo = _strip_block(strip, arrived, 0, k, a_layout)
-        for i in range(SLOTS):
+        c_hi, c_lo = _c_t_planes(strip, arrived, computed, p_use, k, lift, a_layout, STRIP, SLOTS, FROM_INPUT)
+        for i in range(SLOTS - 1):
             p_t = _wgmma_3xbf16(c_hi, c_lo, v_hi.index(i), v_lo.index(i), p_t, True)
-            next_hi, next_lo = _strip_block(strip, arrived, gl.minimum(i + 1, SLOTS - 1), k, a_layout)
+            next_hi, next_lo = _c_t_planes(strip, arrived, computed, p_use + i + 1, k, lift, a_layout, STRIP, SLOTS,
+                                           FROM_INPUT)
             p_t, c_hi, c_lo = warpgroup_mma_wait(num_outstanding=0, deps=(p_t, c_hi, c_lo))
             c_hi = next_hi
             c_lo = next_lo
+        p_t = _wgmma_3xbf16(c_hi, c_lo, v_hi.index(SLOTS - 1), v_lo.index(SLOTS - 1), p_t, True)
+        p_t = warpgroup_mma_wait(num_outstanding=0, deps=(p_t, c_hi, c_lo))[0]
 
         # ----- -Y^T := -P^T T -----
         ny_hi, ny_lo = _gl_bf16_pair(gl.convert_layout(-_y_t(p_t, t, t_hi, t_lo, W), a_layout))
 
         # ----- C^T := C^T + (-Y^T) V^T, two blocks a trip -----
         for j in range(SLOTS // 2):
-            upper = _apply_block(strip, v_hi, v_lo, ny_hi, ny_lo, 2 * j, acc_layout)
-            lower = _apply_block(strip, v_hi, v_lo, ny_hi, ny_lo, 2 * j + 1, acc_layout)
+            upper = _apply_block(strip, arrived, v_hi, v_lo, ny_hi, ny_lo, 2 * j, apply_use + 2 * j, k, lift,
+                                 acc_layout, STRIP, SLOTS, FROM_INPUT)
+            lower = _apply_block(strip, arrived, v_hi, v_lo, ny_hi, ny_lo, 2 * j + 1, apply_use + 2 * j + 1, k, lift,
+                                 acc_layout, STRIP, SLOTS, FROM_INPUT)
             upper = warpgroup_mma_wait(num_outstanding=3, deps=(upper, ny_hi, ny_lo))[0]
-            _write_back(strip, computed, upper, 2 * j)
+            _write_back(strip, computed, upper, apply_use + 2 * j, STRIP)
             lower = warpgroup_mma_wait(num_outstanding=0, deps=(lower, ny_hi, ny_lo))[0]
-            _write_back(strip, computed, lower, 2 * j + 1)
+            _write_back(strip, computed, lower, apply_use + 2 * j + 1, STRIP)
         if SLOTS % 2 == 1:
-            last = _apply_block(strip, v_hi, v_lo, ny_hi, ny_lo, SLOTS - 1, acc_layout)
+            last = _apply_block(strip, arrived, v_hi, v_lo, ny_hi, ny_lo, SLOTS - 1, apply_use + SLOTS - 1, k, lift,
+                                acc_layout, STRIP, SLOTS, FROM_INPUT)
             last = warpgroup_mma_wait(num_outstanding=0, deps=(last, ny_hi, ny_lo))[0]
-            _write_back(strip, computed, last, SLOTS - 1)
+            _write_back(strip, computed, last, apply_use + SLOTS - 1, STRIP)
 
     @gluon.jit
-    def _consume(strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, t_hi, t_lo, t_ptr, tiles_n, first, end,
-                 W: gl.constexpr, BM: gl.constexpr, BN: gl.constexpr, SLOTS: gl.constexpr):
+    def _consume(strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, t_hi, t_lo, t_ptr, size_ptr, tiles_n, first,
+                 end, W: gl.constexpr, BM: gl.constexpr, BN: gl.constexpr, SLOTS: gl.constexpr, STRIP: gl.constexpr,
+                 FROM_INPUT: gl.constexpr):
         """The CTA's tiles first .. end - 1 in order, each by `_tile_products`; at a matrix's first tile V
         is waited for and split (`_split_in_place`), after its last released (v_empty)."""
         matrix = -1
+        lift = 1.0
         for tile in range(first, end):
             b = tile // tiles_n
             t = _load_t(t_ptr, b, W)                    # used after P: its latency hidden
             if b != matrix:
+                if FROM_INPUT:
+                    lift = _gl_lift(size_ptr, b)
                 mbarrier.wait(v_ready.index(0), (b - first // tiles_n) & 1)
                 _split_in_place(v_hi, v_lo, BM, W, SLOTS)
                 matrix = b
-            _tile_products(strip, arrived, computed, v_hi, v_lo, t_hi, t_lo, t, tile - first, W, BN, SLOTS)
+            _tile_products(strip, arrived, computed, v_hi, v_lo, t_hi, t_lo, t, tile - first, lift, W, BN, SLOTS,
+                           STRIP, FROM_INPUT)
             if (tile + 1) // tiles_n != b or tile + 1 == end:
                 mbarrier.arrive(v_empty.index(0))
 
     @gluon.jit
-    def pair_update_kernel(h_desc, v_desc, t_ptr, n, c, col_lo, tiles_n, tiles, W: gl.constexpr, BM: gl.constexpr,
-                           BN: gl.constexpr, SLOTS: gl.constexpr, PRODUCER_REGS: gl.constexpr):
+    def pair_update_kernel(h_desc, c_desc, v_desc, t_ptr, size_ptr, n, c, col_lo, tiles_n, tiles, W: gl.constexpr,
+                           BM: gl.constexpr, BN: gl.constexpr, SLOTS: gl.constexpr, STRIP: gl.constexpr,
+                           FROM_INPUT: gl.constexpr, PRODUCER_REGS: gl.constexpr):
         """C := C - V T^T V^T C for every column tile of C = H[b, c:n, col_lo:n] (W reflector columns from c,
-        n - c = SLOTS BM rows, tiles_n tiles of BN columns a matrix), each strip and V held on chip.
+        n - c = SLOTS BM rows, tiles_n tiles of BN columns a matrix), the strip and V on chip.
 
         CTA p takes the batch's tiles [p tiles / P, (p + 1) tiles / P) in
-        order, so that it loads each matrix's V once. Its shared memory holds
-        a tile's whole strip (SLOTS slots of BM x BN floats, each landed by
-        TMA on its own mbarrier), V's bf16 planes (SLOTS blocks of BM x W,
-        made on chip from H's float32 rows) and T's planes. A producer warp
-        issues every TMA (`_produce`); the warpgroup (`_consume`) computes,
-        in 3xBF16 on wgmma with float32 accumulators,
+        order, so that it loads each matrix's V once. A producer warp issues
+        every TMA; the warpgroup computes, in 3xBF16 on wgmma with float32
+        accumulators,
 
             P^T = C^T V,   -Y^T = -P^T T,   C^T := C^T + (-Y^T) V^T
 
         (Y = T^T V^T C), reading C^T's blocks from their slots straight into
-        wgmma's A registers, and writes each block back into its slot, which
-        the producer stores and refills with the next tile's block: C
-        crosses DRAM once. Slots pass between the two by mbarriers (arrived:
-        landed; computed: written back), V by one ready / empty pair.
+        wgmma's A registers, and writes each block back into its slot for the
+        producer to store. Shared memory holds V's bf16 planes (SLOTS blocks
+        of BM x W, made on chip from H's float32 rows: `_split_in_place`), T's
+        planes, and the strip: whole where STRIP = SLOTS (`_produce_whole`: C
+        crosses DRAM once), else a ring of STRIP slots that the strip streams
+        through twice (`_produce_twice`: the second pass mostly from L2).
+        c_desc reads C: h_desc's H, or with FROM_INPUT (the first step) the
+        input, lifted as `_wy_update_kernel` lifts it. Slots pass between the
+        two by mbarriers (arrived: landed; computed: read or written back), V
+        by one ready / empty pair.
         """
         v_planes: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BM, W], gl.bfloat16)
         t_planes: gl.constexpr = gl.NVMMASharedLayout.get_default_for([W, W], gl.bfloat16)
-        strip = gl.allocate_shared_memory(gl.float32, [SLOTS, BM, BN], h_desc.layout)
-        arrived = gl.allocate_shared_memory(gl.int64, [SLOTS, 1], mbarrier.MBarrierLayout())
-        computed = gl.allocate_shared_memory(gl.int64, [SLOTS, 1], mbarrier.MBarrierLayout())
+        strip = gl.allocate_shared_memory(gl.float32, [STRIP, BM, BN], h_desc.layout)
+        arrived = gl.allocate_shared_memory(gl.int64, [STRIP, 1], mbarrier.MBarrierLayout())
+        computed = gl.allocate_shared_memory(gl.int64, [STRIP, 1], mbarrier.MBarrierLayout())
         v_hi = gl.allocate_shared_memory(gl.bfloat16, [SLOTS, BM, W], v_planes)
         v_lo = gl.allocate_shared_memory(gl.bfloat16, [SLOTS, BM, W], v_planes)
         v_ready = gl.allocate_shared_memory(gl.int64, [1, 1], mbarrier.MBarrierLayout())
         v_empty = gl.allocate_shared_memory(gl.int64, [1, 1], mbarrier.MBarrierLayout())
         t_hi = gl.allocate_shared_memory(gl.bfloat16, [W, W], t_planes)
         t_lo = gl.allocate_shared_memory(gl.bfloat16, [W, W], t_planes)
-        for i in gl.static_range(SLOTS):
+        for i in gl.static_range(STRIP):
             mbarrier.init(arrived.index(i), count=1)
             mbarrier.init(computed.index(i), count=1)
         mbarrier.init(v_ready.index(0), count=1)
@@ -963,12 +1055,20 @@ if _GLUON_KERNELS:
         pid = gl.program_id(0)
         first = pid * tiles // gl.num_programs(0)
         end = (pid + 1) * tiles // gl.num_programs(0)
-        gl.warp_specialize([
-            (_consume, (strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, t_hi, t_lo, t_ptr, tiles_n, first,
-                        end, W, BM, BN, SLOTS)),
-            (_produce, (h_desc, v_desc, strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, n, c, col_lo,
-                        tiles_n, first, end, W, BM, BN, SLOTS)),
-        ], [1], [PRODUCER_REGS])
+        if STRIP == SLOTS:
+            gl.warp_specialize([
+                (_consume, (strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, t_hi, t_lo, t_ptr, size_ptr,
+                            tiles_n, first, end, W, BM, BN, SLOTS, STRIP, FROM_INPUT)),
+                (_produce_whole, (h_desc, c_desc, v_desc, strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, n,
+                                  c, col_lo, tiles_n, first, end, W, BM, BN, SLOTS)),
+            ], [1], [PRODUCER_REGS])
+        else:
+            gl.warp_specialize([
+                (_consume, (strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, t_hi, t_lo, t_ptr, size_ptr,
+                            tiles_n, first, end, W, BM, BN, SLOTS, STRIP, FROM_INPUT)),
+                (_produce_twice, (h_desc, c_desc, v_desc, strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, n,
+                                  c, col_lo, tiles_n, first, end, W, BM, BN, SLOTS, STRIP)),
+            ], [1], [PRODUCER_REGS])
 
 
 # ---------------------------------------------------------------------------
@@ -3019,21 +3119,26 @@ class Update:
     fused: bool         # one launch per column tile (splits == 1)
 
 
-def on_chip_smem_bytes(rows: int, width: int) -> int:
-    """Shared memory of `pair_update_kernel` over `rows` rows for `width` reflector columns: a strip
-    (float32), V's and T's two bf16 planes, two mbarriers a slot and V's two."""
-    slots = rows // ON_CHIP_BLOCK
-    return (rows * ON_CHIP_BLOCK * FLOAT_BYTES + 2 * (rows + width) * width * BF16_BYTES
-            + (2 * slots + 2) * MBARRIER_BYTES)
+def on_chip_smem_bytes(rows: int, width: int, strip: int) -> int:
+    """Shared memory of `pair_update_kernel` over `rows` rows for `width` reflector columns with a strip of
+    `strip` slots: the slots (float32), V's and T's two bf16 planes, two mbarriers a slot and V's two."""
+    return (strip * ON_CHIP_BLOCK * ON_CHIP_BLOCK * FLOAT_BYTES + 2 * (rows + width) * width * BF16_BYTES
+            + (2 * strip + 2) * MBARRIER_BYTES)
 
 
-def updates_on_chip(n: int, c: int, width: int, update: Update, smem: int) -> bool:
-    """Whether `pair_update_kernel` serves `update` by the block reflector of `width` columns at c (on a
-    device where `_on_chip_device`): a pair's fused update of whole ON_CHIP_BLOCK row blocks and column
-    tiles to column n, whose strip and V fit in `smem` bytes of shared memory."""
+def on_chip_strip(n: int, c: int, width: int, update: Update, smem: int) -> int | None:
+    """The strip slots with which `pair_update_kernel` serves `update` by the block reflector of `width`
+    columns at c (on a device where `_on_chip_device`), None where it does not: a pair's fused update of
+    whole ON_CHIP_BLOCK row blocks and column tiles to column n. The whole strip (a slot a row block) where
+    it fits in `smem` bytes of shared memory beside V, else a ring of ON_CHIP_RING slots where that fits."""
     rows = n - c
-    return (width == 2 * PANEL_WIDTH and update.fused and rows % ON_CHIP_BLOCK == 0 and update.col_hi == n
-            and (n - update.col_lo) % ON_CHIP_BLOCK == 0 and on_chip_smem_bytes(rows, width) + SMEM_RESERVE <= smem)
+    if not (width == 2 * PANEL_WIDTH and update.fused and rows % ON_CHIP_BLOCK == 0 and update.col_hi == n
+            and (n - update.col_lo) % ON_CHIP_BLOCK == 0):
+        return None
+    for strip in (rows // ON_CHIP_BLOCK, ON_CHIP_RING):
+        if strip <= rows // ON_CHIP_BLOCK and on_chip_smem_bytes(rows, width, strip) + SMEM_RESERVE <= smem:
+            return strip
+    return None
 
 
 def _column_tiles(batch: int, col_lo: int, col_hi: int, block_n: int) -> int:
@@ -3255,21 +3360,25 @@ def _on_chip_device(device_index: int) -> bool:
     return _GLUON_KERNELS and torch.cuda.get_device_capability(device_index) == ON_CHIP_CAPABILITY
 
 
-def _pair_update_on_chip(h, t, c: int, width: int, update: Update) -> None:
-    """`_apply_block_reflector` by `pair_update_kernel` (where `updates_on_chip`), one CTA an SM: H is read
-    through TMA descriptors of its rows, blocks of a strip slot and V's half blocks."""
+def _pair_update_on_chip(h, t, c: int, width: int, update: Update, strip: int, source=None) -> None:
+    """`_apply_block_reflector` by `pair_update_kernel` with a strip of `strip` slots (`on_chip_strip`), one
+    CTA an SM; H, and the input of `source` = (a, size), read through TMA descriptors of their rows."""
     batch, n, _ = h.shape
-    rows = h.view(batch * n, n)
-    slot, half = [ON_CHIP_BLOCK, ON_CHIP_BLOCK], [ON_CHIP_BLOCK // 2, width]
-    h_desc, v_desc = (TensorDescriptor(rows, [batch * n, n], [n, 1], block,
-                                       gl.NVMMASharedLayout.get_default_for(block, gl.float32))
-                      for block in (slot, half))
+
+    def rows(x: torch.Tensor, block: list[int]):
+        """A TMA descriptor of x's rows (batch n x n) in blocks of `block`."""
+        return TensorDescriptor(x.view(batch * n, n), [batch * n, n], [n, 1], block,
+                                gl.NVMMASharedLayout.get_default_for(block, gl.float32))
+
+    slot = [ON_CHIP_BLOCK, ON_CHIP_BLOCK]
+    h_desc = rows(h, slot)
+    c_desc, size = (h_desc, h) if source is None else (rows(source[0], slot), source[1])     # (h_desc, h): not read
     tiles_n = (n - update.col_lo) // ON_CHIP_BLOCK
     tiles = batch * tiles_n
-    sms = _device_limits(h.device.index)[0]
-    pair_update_kernel[(min(tiles, sms),)](
-        h_desc, v_desc, t, n, c, update.col_lo, tiles_n, tiles, W=width, BM=ON_CHIP_BLOCK, BN=ON_CHIP_BLOCK,
-        SLOTS=(n - c) // ON_CHIP_BLOCK, PRODUCER_REGS=ON_CHIP_PRODUCER_REGS, num_warps=WARPGROUP // WARP)
+    pair_update_kernel[(min(tiles, _device_limits(h.device.index)[0]),)](
+        h_desc, c_desc, rows(h, [ON_CHIP_BLOCK // 2, width]), t, size, n, c, update.col_lo, tiles_n, tiles,
+        W=width, BM=ON_CHIP_BLOCK, BN=ON_CHIP_BLOCK, SLOTS=(n - c) // ON_CHIP_BLOCK, STRIP=strip,
+        FROM_INPUT=source is not None, PRODUCER_REGS=ON_CHIP_PRODUCER_REGS, num_warps=WARPGROUP // WARP)
 
 
 def _apply_block_reflector(h, y, t, c: int, width: int, update: Update, source=None):
@@ -3277,7 +3386,7 @@ def _apply_block_reflector(h, y, t, c: int, width: int, update: Update, source=N
     c (a panel's, or a pair's merged into one block), cols of `update`.
 
     One launch when the update is `fused`: `pair_update_kernel` on a Hopper
-    GPU where `updates_on_chip`, else `_wy_update_kernel`. Otherwise V^T C is
+    GPU where `on_chip_strip`, else `_wy_update_kernel`. Otherwise V^T C is
     summed over row splits into `y` and a second launch applies it. With
     `source` = (a, size) a fused update of the first step reads C from the
     contiguous input a, lifted by the matrix sizes (see
@@ -3285,9 +3394,10 @@ def _apply_block_reflector(h, y, t, c: int, width: int, update: Update, source=N
     (`staged_columns`).
     """
     batch, n, _ = h.shape
-    if (source is None and not TRITON_INTERPRETED.value and _on_chip_device(h.device.index)
-            and updates_on_chip(n, c, width, update, _device_limits(h.device.index)[1])):
-        _pair_update_on_chip(h, t, c, width, update)
+    strip = (on_chip_strip(n, c, width, update, _device_limits(h.device.index)[1])
+             if not TRITON_INTERPRETED.value and _on_chip_device(h.device.index) else None)
+    if strip is not None:
+        _pair_update_on_chip(h, t, c, width, update, strip, source)
         return
     rows = n - c
     col_tiles = triton.cdiv(update.col_hi - update.col_lo, update.block_n)

@@ -1,6 +1,6 @@
 """Does a kernel overwrite the A registers of a wgmma still in flight? (no GPU needed)
 
-    python bench/check_wgmma_operands.py [--slots 2,3,4,5,6] [FILE.ptx | FILE.sass ...]
+    python bench/check_wgmma_operands.py [FILE.ptx | FILE.sass ...]
 
 A wgmma whose A operand comes from registers reads them asynchronously,
 until a `wgmma.wait_group N` retires its group (at most N groups newer
@@ -16,8 +16,8 @@ toolkit), and for each group of HGMMA with register A follows the control
 flow (fall-through and branch targets, groups issued since counted) until
 a `WARPGROUP.DEPBAR.LE gsb0, N` retires it; any instruction on the way
 that writes one of its A registers is reported. Without files it compiles
-the submission's `pair_update_kernel` for sm_90a here, at each row-block
-count, and checks it (tests/test_wgmma_operands.py runs that). Exit
+the submission's `pair_update_kernel` for sm_90a here, in each build it
+launches (PAIR_UPDATE_BUILDS), and checks it (tests/test_wgmma_operands.py runs that). Exit
 status 1 when a write is found.
 """
 import argparse
@@ -126,9 +126,9 @@ def in_flight_writes(program: list[tuple[int, str]]) -> list[str]:
     return found
 
 
-def pair_update_ptx(slots: int) -> str:
-    """`submission.pair_update_kernel`'s PTX for sm_90a over `slots` row blocks (a pair's W 64, 512 x 512
-    matrices), compiled here."""
+def pair_update_ptx(slots: int, strip: int, from_input: bool) -> str:
+    """`submission.pair_update_kernel`'s PTX for sm_90a over `slots` row blocks with a strip of `strip` slots
+    (a pair's W 64, 512 x 512 matrices), compiled here."""
     import torch
     from triton.backends.compiler import BaseBackend, GPUTarget
     from triton._C.libtriton import native_specialize_impl
@@ -141,15 +141,24 @@ def pair_update_ptx(slots: int) -> str:
     h = torch.zeros(4 * n, n)
     descriptors = {name: TensorDescriptor(h, list(h.shape), [n, 1], shape,
                                           gl.NVMMASharedLayout.get_default_for(shape, gl.float32))
-                   for name, shape in (("h_desc", [block, block]), ("v_desc", [block // 2, width]))}
+                   for name, shape in (("h_desc", [block, block]), ("c_desc", [block, block]),
+                                       ("v_desc", [block // 2, width]))}
     signature = {name: native_specialize_impl(BaseBackend, d, False, True, True)[0] for name, d in descriptors.items()}
-    signature.update({"t_ptr": "*fp32", "n": "i32", "c": "i32", "col_lo": "i32", "tiles_n": "i32", "tiles": "i32"})
-    constants = dict(W=width, BM=block, BN=block, SLOTS=slots, PRODUCER_REGS=submission.ON_CHIP_PRODUCER_REGS)
+    signature.update({"t_ptr": "*fp32", "size_ptr": "*fp32", "n": "i32", "c": "i32", "col_lo": "i32",
+                      "tiles_n": "i32", "tiles": "i32"})
+    constants = dict(W=width, BM=block, BN=block, SLOTS=slots, STRIP=strip, FROM_INPUT=from_input,
+                     PRODUCER_REGS=submission.ON_CHIP_PRODUCER_REGS)
     source = GluonASTSource(submission.pair_update_kernel, {**signature, **{k: "constexpr" for k in constants}},
                             constexprs=constants)
     kernel = triton.compile(source, target=GPUTarget("cuda", 90, 32),
                             options=dict(num_warps=submission.WARPGROUP // submission.WARP))
     return kernel.asm["ptx"]
+
+
+# (row blocks, strip slots, from the input) that the submission launches at n 384-512: whole strips to 6 row
+# blocks, the ring of ON_CHIP_RING beyond, the first step's updates reading the input
+PAIR_UPDATE_BUILDS = ((2, 2, False), (3, 3, False), (4, 4, False), (5, 5, False), (6, 6, False), (6, 6, True),
+                      (7, 4, False), (8, 4, True))
 
 
 def check(name: str, sass: str) -> list[str]:
@@ -167,7 +176,6 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("files", nargs="*", type=Path,
                         help=".ptx or .sass files (default: the submission's pair_update_kernel, compiled here)")
-    parser.add_argument("--slots", default="2,3,4,5,6", help="pair_update_kernel's row blocks")
     args = parser.parse_args(argv)
     status = 0
     if args.files:
@@ -175,10 +183,11 @@ def main(argv: list[str]) -> int:
             status |= bool(check(str(path), sass_of(path)))
         return status
     with tempfile.TemporaryDirectory() as tmp:
-        for slots in map(int, args.slots.split(",")):
-            ptx = Path(tmp) / f"pair_update_{slots}.ptx"
-            ptx.write_text(pair_update_ptx(slots))
-            status |= bool(check(f"pair_update_kernel, {slots} slots", sass_of(ptx)))
+        for slots, strip, from_input in PAIR_UPDATE_BUILDS:
+            ptx = Path(tmp) / "pair_update.ptx"
+            ptx.write_text(pair_update_ptx(slots, strip, from_input))
+            name = f"pair_update_kernel, {slots} row blocks, strip {strip}{', from the input' if from_input else ''}"
+            status |= bool(check(name, sass_of(ptx)))
     return status
 
 

@@ -157,36 +157,54 @@ def test_block_reflector_matches_float64(batch, n, c, splits, fused, next_panel_
     assert torch.equal(h[:, :c, :], before[:, :c, :])
 
 
-@pytest.mark.parametrize("batch,n,c", [
-    (5, 512, 128),      # six row blocks, a CTA a tile
-    (61, 384, 64),      # five (odd), runs of two tiles that cross matrices
-    (500, 256, 128),    # two, one tile a matrix: each CTA loads V for ~4 matrices in turn
-    (3, 512, 384),
+@pytest.mark.parametrize("batch,n,c,from_input", [
+    (5, 512, 128, False),       # the strip whole: six row blocks, a CTA a tile
+    (61, 384, 64, False),       # five (odd), runs of two tiles that cross matrices
+    (500, 256, 128, False),     # two, one tile a matrix: each CTA loads V for ~4 matrices in turn
+    (3, 512, 384, False),
+    (150, 512, 64, False),      # seven row blocks: the strip through a ring, twice
+    (9, 512, 0, True),          # eight through the ring, C read from the input (matrix 0 lifted)
+    (4, 384, 0, True),          # six whole, from the input
 ])
-def test_pair_update_on_chip_matches_float64(batch, n, c):
+def test_pair_update_on_chip_matches_float64(batch, n, c, from_input):
     # Hopper's `pair_update_kernel` (strip and V on chip) applies a pair's block reflector as the Triton
-    # update does: C - V T^T V^T C to TRAILING_RTOL, every other entry of h untouched
-    if not submission._on_chip_device(torch.cuda.current_device()):
+    # update does: C - V T^T V^T C to TRAILING_RTOL, with C = 2^k A from the input where it reads it (the
+    # trailing columns of h are then not read), every other entry of h untouched
+    device = torch.cuda.current_device()
+    if not submission._on_chip_device(device):
         pytest.skip("pair_update_kernel runs on compute capability 9.0 with a Triton of ON_CHIP_TRITON")
     width = 2 * WIDTH
     update = submission.Update(c + width, n, 1, submission.TRAIL_BLOCK_N, True)
-    assert submission.updates_on_chip(n, c, width, update, submission._device_limits(torch.cuda.current_device())[1])
+    strip = submission.on_chip_strip(n, c, width, update, submission._device_limits(device)[1])
+    blocks = (n - c) // submission.ON_CHIP_BLOCK
+    assert strip == (blocks if blocks <= 6 else submission.ON_CHIP_RING)
     torch.manual_seed(batch + n + c)
     a = torch.randn((batch, n, n), device="cuda")
-    panel_h, panel_tau = torch.geqrf(a[:, c:, c:c + width].double())
-    h = a.clone()
+    if from_input:
+        a[0] *= 2.0 ** -80
+    size = a.abs().amax(dim=(1, 2))
+    exponent = torch.frexp(size).exponent          # size in [2^(e-1), 2^e)
+    lift = torch.where(exponent < 1 + submission.TINY_EXPONENT.value,
+                       torch.exp2(torch.clamp(1 - exponent, max=126).double()), 1.0) if from_input else torch.ones(batch)
+    lifted = a.double() * lift.view(-1, 1, 1).to(a.device)
+    panel_h, panel_tau = torch.geqrf(lifted[:, c:, c:c + width])
+    h = lifted.float()
     h[:, c:, c:c + width] = panel_h.float()
+    if from_input:
+        h[:, :, c + width:] = float("nan")
     v = _unit_lower(panel_h)
     t = _larft(v, panel_tau)
-    trailing = a[:, c:, c + width:].double()
+    trailing = lifted[:, c:, c + width:]
     expected = trailing - v @ (t.transpose(-1, -2) @ (v.transpose(-1, -2) @ trailing))
 
     before = h.clone()
-    submission._apply_block_reflector(h, None, t.float().contiguous(), c, width, update)
+    submission._apply_block_reflector(h, None, t.float().contiguous(), c, width, update,
+                                      (a, size) if from_input else None)
     got = h[:, c:, c + width:].double()
-    assert (got - expected).abs().max() <= TRAILING_RTOL * expected.abs().max()
+    scale = expected.abs().amax(dim=(1, 2), keepdim=True)
+    assert ((got - expected).abs() <= TRAILING_RTOL * scale).all()
     assert torch.equal(h[:, :, :c + width], before[:, :, :c + width])
-    assert torch.equal(h[:, :c, :], before[:, :c, :])
+    assert torch.equal(h[:, :c, c + width:].isnan(), before[:, :c, c + width:].isnan())
 
 
 @pytest.mark.parametrize("resident", [True, False], ids=["resident", "streamed"])
