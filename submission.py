@@ -172,7 +172,7 @@ TRAIL_IEEE_MAX_W = tl.constexpr(32)     # wider updates form T^T V^T C on tensor
 ON_CHIP_CAPABILITY = (9, 0)         # wgmma and TMA as Gluon's Hopper module emits them (sm_90a)
 ON_CHIP_TRITON = ("3.6.",)          # Triton releases whose Gluon the kernel is written for
 ON_CHIP_BLOCK = 64                  # rows of a strip slot (wgmma's M), columns of a column tile
-ON_CHIP_RING = 4                    # slots of a strip that does not fit whole beside V, streamed twice
+ON_CHIP_MIN_RING = 4                # slots at least of a strip that streams twice, not fitting whole beside V
 ON_CHIP_PRODUCER_REGS = 40          # registers of the warp that issues every TMA
 # the blocked path's Triton grids hold the batch in their y or z extent, which CUDA limits to this many
 # programs: larger batches are factored in chunks of it
@@ -769,16 +769,17 @@ if _GLUON_KERNELS:
     @gluon.jit
     def _load_v(v_desc, v_hi, v_lo, v_ready, v_empty, b, m, n, c, W: gl.constexpr, BM: gl.constexpr,
                 SLOTS: gl.constexpr):
-        """Once the consumer has released the last matrix's V, matrix b's (the CTA's m-th) float32 rows
-        from H (v_desc: half blocks) into V's planes' bytes, block i's top half in v_hi[i] and its bottom
-        half in v_lo[i], all on v_ready, for the consumer to split in place (`_split_in_place`)."""
-        mbarrier.wait(v_empty.index(0), (m & 1) ^ 1)
-        mbarrier.expect(v_ready.index(0), 2 * SLOTS * v_desc.block_type.nbytes)
+        """Matrix b's (the CTA's m-th) float32 rows of V from H (v_desc: half blocks) into V's planes'
+        bytes, block i's top half in v_hi[i] and its bottom half in v_lo[i], on v_ready[i], for the consumer
+        to split in place (`_split_in_place`); each block once the consumer's last apply has released the
+        last matrix's (v_empty[i]), so that they land while it finishes."""
         top, bottom = _raw_halves(v_hi, v_lo, BM, W, SLOTS)
         for block in gl.static_range(SLOTS):
             row = b * n + c + block * BM
-            tma.async_copy_global_to_shared(v_desc, [row, c], v_ready.index(0), top.index(block))
-            tma.async_copy_global_to_shared(v_desc, [row + BM // 2, c], v_ready.index(0), bottom.index(block))
+            mbarrier.wait(v_empty.index(block), (m & 1) ^ 1)
+            mbarrier.expect(v_ready.index(block), 2 * v_desc.block_type.nbytes)
+            tma.async_copy_global_to_shared(v_desc, [row, c], v_ready.index(block), top.index(block))
+            tma.async_copy_global_to_shared(v_desc, [row + BM // 2, c], v_ready.index(block), bottom.index(block))
 
     @gluon.jit
     def _produce_whole(h_desc, c_desc, v_desc, strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, n, c,
@@ -854,13 +855,15 @@ if _GLUON_KERNELS:
         return _gl_bf16_pair(gl.where(rows > k, x, gl.where(rows == k, 1.0, 0.0)))
 
     @gluon.jit
-    def _split_in_place(v_hi, v_lo, BM: gl.constexpr, W: gl.constexpr, SLOTS: gl.constexpr):
-        """V's float32 rows as the producer landed them made into V's planes in the same bytes, block by
-        block (both halves read before either is overwritten), then fenced for wgmma."""
+    def _split_in_place(v_hi, v_lo, v_ready, m, BM: gl.constexpr, W: gl.constexpr, SLOTS: gl.constexpr):
+        """The CTA's m-th matrix's V, its float32 rows as the producer lands them, made into V's planes in
+        the same bytes, block by block (both halves read before either is overwritten), then fenced for
+        wgmma."""
         HALF: gl.constexpr = BM // 2
         rows_layout: gl.constexpr = _rows_layout()
         top, bottom = _raw_halves(v_hi, v_lo, BM, W, SLOTS)
         for block in gl.static_range(SLOTS):
+            mbarrier.wait(v_ready.index(block), m & 1)
             upper_hi, upper_lo = _unit_lower_planes(top.index(block).load(rows_layout), block * BM, W, rows_layout)
             lower_hi, lower_lo = _unit_lower_planes(bottom.index(block).load(rows_layout), block * BM + HALF, W,
                                                     rows_layout)
@@ -926,20 +929,24 @@ if _GLUON_KERNELS:
                              out_t, True)
 
     @gluon.jit
-    def _write_back(strip, computed, out_t, use, STRIP: gl.constexpr):
-        """The slot of use `use` := out_t^T, handed to the producer (computed) to store."""
+    def _write_back(strip, computed, v_empty, out_t, use, block, last, STRIP: gl.constexpr):
+        """The slot of use `use` := out_t^T (row block `block`'s), handed to the producer (computed) to store;
+        at the matrix's `last` tile V's block released for the next matrix's (v_empty)."""
+        if last:
+            mbarrier.arrive(v_empty.index(block))
         strip.index(use % STRIP).permute((1, 0)).store(out_t)
         fence_async_shared()
         gl.thread_barrier()
         mbarrier.arrive(computed.index(use % STRIP))
 
     @gluon.jit
-    def _tile_products(strip, arrived, computed, v_hi, v_lo, t_hi, t_lo, t, k, lift, W: gl.constexpr,
+    def _tile_products(strip, arrived, computed, v_hi, v_lo, v_empty, t_hi, t_lo, t, k, last, lift, W: gl.constexpr,
                        BN: gl.constexpr, SLOTS: gl.constexpr, STRIP: gl.constexpr, FROM_INPUT: gl.constexpr):
-        """The CTA's k-th tile. Row block i is P's use i and the apply's use SLOTS + i of a whole strip
-        (both slot i), or a ring's uses 2 SLOTS k + i and 2 SLOTS k + SLOTS + i. In P^T = C^T V block i's
-        wgmma run while block i + 1's C^T is read from its slot and split; in the apply, two blocks a trip,
-        the second's wgmma running while the first's result is written back.
+        """The CTA's k-th tile (its matrix's `last`, or not). Row block i is P's use i and the apply's use
+        SLOTS + i of a whole strip (both slot i), or a ring's uses 2 SLOTS k + i and 2 SLOTS k + SLOTS +
+        i. In P^T = C^T V block i's wgmma run while block i + 1's C^T is read from its slot and split; in
+        the apply, two blocks a trip, the second's wgmma running while the first's result is written
+        back.
 
         ptxas holds a wgmma's A registers only up to the next wgmma wait of
         any depth (`warpgroup_mma_wait`'s deps do not extend it): so the next
@@ -979,21 +986,21 @@ if _GLUON_KERNELS:
             lower = _apply_block(strip, arrived, v_hi, v_lo, ny_hi, ny_lo, 2 * j + 1, apply_use + 2 * j + 1, k, lift,
                                  acc_layout, STRIP, SLOTS, FROM_INPUT)
             upper = warpgroup_mma_wait(num_outstanding=3, deps=(upper, ny_hi, ny_lo))[0]
-            _write_back(strip, computed, upper, apply_use + 2 * j, STRIP)
+            _write_back(strip, computed, v_empty, upper, apply_use + 2 * j, 2 * j, last, STRIP)
             lower = warpgroup_mma_wait(num_outstanding=0, deps=(lower, ny_hi, ny_lo))[0]
-            _write_back(strip, computed, lower, apply_use + 2 * j + 1, STRIP)
+            _write_back(strip, computed, v_empty, lower, apply_use + 2 * j + 1, 2 * j + 1, last, STRIP)
         if SLOTS % 2 == 1:
-            last = _apply_block(strip, arrived, v_hi, v_lo, ny_hi, ny_lo, SLOTS - 1, apply_use + SLOTS - 1, k, lift,
-                                acc_layout, STRIP, SLOTS, FROM_INPUT)
-            last = warpgroup_mma_wait(num_outstanding=0, deps=(last, ny_hi, ny_lo))[0]
-            _write_back(strip, computed, last, apply_use + SLOTS - 1, STRIP)
+            final = _apply_block(strip, arrived, v_hi, v_lo, ny_hi, ny_lo, SLOTS - 1, apply_use + SLOTS - 1, k,
+                                 lift, acc_layout, STRIP, SLOTS, FROM_INPUT)
+            final = warpgroup_mma_wait(num_outstanding=0, deps=(final, ny_hi, ny_lo))[0]
+            _write_back(strip, computed, v_empty, final, apply_use + SLOTS - 1, SLOTS - 1, last, STRIP)
 
     @gluon.jit
     def _consume(strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, t_hi, t_lo, t_ptr, size_ptr, tiles_n, first,
                  end, W: gl.constexpr, BM: gl.constexpr, BN: gl.constexpr, SLOTS: gl.constexpr, STRIP: gl.constexpr,
                  FROM_INPUT: gl.constexpr):
-        """The CTA's tiles first .. end - 1 in order, each by `_tile_products`; at a matrix's first tile V
-        is waited for and split (`_split_in_place`), after its last released (v_empty)."""
+        """The CTA's tiles first .. end - 1 in order, each by `_tile_products`; at a matrix's first tile its
+        V is split as it lands (`_split_in_place`), and its last tile's apply releases V block by block."""
         matrix = -1
         lift = 1.0
         for tile in range(first, end):
@@ -1002,13 +1009,11 @@ if _GLUON_KERNELS:
             if b != matrix:
                 if FROM_INPUT:
                     lift = _gl_lift(size_ptr, b)
-                mbarrier.wait(v_ready.index(0), (b - first // tiles_n) & 1)
-                _split_in_place(v_hi, v_lo, BM, W, SLOTS)
+                _split_in_place(v_hi, v_lo, v_ready, b - first // tiles_n, BM, W, SLOTS)
                 matrix = b
-            _tile_products(strip, arrived, computed, v_hi, v_lo, t_hi, t_lo, t, tile - first, lift, W, BN, SLOTS,
-                           STRIP, FROM_INPUT)
-            if (tile + 1) // tiles_n != b or tile + 1 == end:
-                mbarrier.arrive(v_empty.index(0))
+            last = (tile + 1) // tiles_n != b or tile + 1 == end
+            _tile_products(strip, arrived, computed, v_hi, v_lo, v_empty, t_hi, t_lo, t, tile - first, last, lift, W,
+                           BN, SLOTS, STRIP, FROM_INPUT)
 
     @gluon.jit
     def pair_update_kernel(h_desc, c_desc, v_desc, t_ptr, size_ptr, n, c, col_lo, tiles_n, tiles, W: gl.constexpr,
@@ -1027,14 +1032,15 @@ if _GLUON_KERNELS:
         (Y = T^T V^T C), reading C^T's blocks from their slots straight into
         wgmma's A registers, and writes each block back into its slot for the
         producer to store. Shared memory holds V's bf16 planes (SLOTS blocks
-        of BM x W, made on chip from H's float32 rows: `_split_in_place`), T's
+        of BM x W, made on chip from H's float32 rows: `_split_in_place`,
+        each block loaded as soon as the last matrix's apply has used it), T's
         planes, and the strip: whole where STRIP = SLOTS (`_produce_whole`: C
         crosses DRAM once), else a ring of STRIP slots that the strip streams
         through twice (`_produce_twice`: the second pass mostly from L2).
         c_desc reads C: h_desc's H, or with FROM_INPUT (the first step) the
         input, lifted as `_wy_update_kernel` lifts it. Slots pass between the
-        two by mbarriers (arrived: landed; computed: read or written back), V
-        by one ready / empty pair.
+        two by mbarriers (arrived: landed; computed: read or written back), V's
+        blocks by a ready / empty pair each.
         """
         v_planes: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BM, W], gl.bfloat16)
         t_planes: gl.constexpr = gl.NVMMASharedLayout.get_default_for([W, W], gl.bfloat16)
@@ -1043,15 +1049,16 @@ if _GLUON_KERNELS:
         computed = gl.allocate_shared_memory(gl.int64, [STRIP, 1], mbarrier.MBarrierLayout())
         v_hi = gl.allocate_shared_memory(gl.bfloat16, [SLOTS, BM, W], v_planes)
         v_lo = gl.allocate_shared_memory(gl.bfloat16, [SLOTS, BM, W], v_planes)
-        v_ready = gl.allocate_shared_memory(gl.int64, [1, 1], mbarrier.MBarrierLayout())
-        v_empty = gl.allocate_shared_memory(gl.int64, [1, 1], mbarrier.MBarrierLayout())
+        v_ready = gl.allocate_shared_memory(gl.int64, [SLOTS, 1], mbarrier.MBarrierLayout())
+        v_empty = gl.allocate_shared_memory(gl.int64, [SLOTS, 1], mbarrier.MBarrierLayout())
         t_hi = gl.allocate_shared_memory(gl.bfloat16, [W, W], t_planes)
         t_lo = gl.allocate_shared_memory(gl.bfloat16, [W, W], t_planes)
         for i in gl.static_range(STRIP):
             mbarrier.init(arrived.index(i), count=1)
             mbarrier.init(computed.index(i), count=1)
-        mbarrier.init(v_ready.index(0), count=1)
-        mbarrier.init(v_empty.index(0), count=1)
+        for i in gl.static_range(SLOTS):
+            mbarrier.init(v_ready.index(i), count=1)
+            mbarrier.init(v_empty.index(i), count=1)
         pid = gl.program_id(0)
         first = pid * tiles // gl.num_programs(0)
         end = (pid + 1) * tiles // gl.num_programs(0)
@@ -3121,24 +3128,24 @@ class Update:
 
 def on_chip_smem_bytes(rows: int, width: int, strip: int) -> int:
     """Shared memory of `pair_update_kernel` over `rows` rows for `width` reflector columns with a strip of
-    `strip` slots: the slots (float32), V's and T's two bf16 planes, two mbarriers a slot and V's two."""
+    `strip` slots: the slots (float32), V's and T's two bf16 planes, two mbarriers a slot and a V block."""
     return (strip * ON_CHIP_BLOCK * ON_CHIP_BLOCK * FLOAT_BYTES + 2 * (rows + width) * width * BF16_BYTES
-            + (2 * strip + 2) * MBARRIER_BYTES)
+            + 2 * (strip + rows // ON_CHIP_BLOCK) * MBARRIER_BYTES)
 
 
 def on_chip_strip(n: int, c: int, width: int, update: Update, smem: int) -> int | None:
     """The strip slots with which `pair_update_kernel` serves `update` by the block reflector of `width`
     columns at c (on a device where `_on_chip_device`), None where it does not: a pair's fused update of
     whole ON_CHIP_BLOCK row blocks and column tiles to column n. The whole strip (a slot a row block) where
-    it fits in `smem` bytes of shared memory beside V, else a ring of ON_CHIP_RING slots where that fits."""
+    it fits in `smem` bytes of shared memory beside V, else the largest ring of at least ON_CHIP_MIN_RING
+    slots that fits."""
     rows = n - c
     if not (width == 2 * PANEL_WIDTH and update.fused and rows % ON_CHIP_BLOCK == 0 and update.col_hi == n
             and (n - update.col_lo) % ON_CHIP_BLOCK == 0):
         return None
-    for strip in (rows // ON_CHIP_BLOCK, ON_CHIP_RING):
-        if strip <= rows // ON_CHIP_BLOCK and on_chip_smem_bytes(rows, width, strip) + SMEM_RESERVE <= smem:
-            return strip
-    return None
+    blocks = rows // ON_CHIP_BLOCK
+    return next((strip for strip in (blocks, *range(blocks - 1, ON_CHIP_MIN_RING - 1, -1))
+                 if on_chip_smem_bytes(rows, width, strip) + SMEM_RESERVE <= smem), None)
 
 
 def _column_tiles(batch: int, col_lo: int, col_hi: int, block_n: int) -> int:

@@ -177,7 +177,7 @@ def test_pair_update_on_chip_matches_float64(batch, n, c, from_input):
     update = submission.Update(c + width, n, 1, submission.TRAIL_BLOCK_N, True)
     strip = submission.on_chip_strip(n, c, width, update, submission._device_limits(device)[1])
     blocks = (n - c) // submission.ON_CHIP_BLOCK
-    assert strip == (blocks if blocks <= 6 else submission.ON_CHIP_RING)
+    assert strip == blocks if blocks <= 6 else submission.ON_CHIP_MIN_RING <= strip < blocks
     torch.manual_seed(batch + n + c)
     a = torch.randn((batch, n, n), device="cuda")
     if from_input:

@@ -208,6 +208,27 @@ def test_pairs_run_while_their_trailing_passes_give_every_sm_enough_column_tiles
                      (60, 1024): fused + [(c, False) for c in range(384, 640, 64)], (8, 2048): [], (2, 4096): []}
 
 
+def test_pair_updates_on_chip_hold_their_strip_whole_where_it_fits_beside_v():
+    # on Hopper `pair_update_kernel` serves the benchmark's pair rest updates at 640 x 512 (fused, whole row
+    # blocks): its strip whole from 384 rows left, else a ring as large as shared memory holds beside V, and
+    # never more shared memory than the device has; split updates and single panels stay on Triton
+    strips = {}
+    for batch, n in submission.BENCHMARK_SHAPES:
+        if submission.make_plan(batch, n, H200_SMS, H200_SMEM).square:
+            continue
+        end = submission.square_tail(batch, n, H200_SMS, H200_SMEM) or n
+        for step in submission.schedule(batch, n, end, submission.looks_ahead(batch, n, H200_SMS), H200_SMS):
+            width = 2 * submission.PANEL_WIDTH if step.pair else submission.PANEL_WIDTH
+            strip = step.rest and submission.on_chip_strip(n, step.c, width, step.rest, H200_SMEM)
+            if strip:
+                assert submission.on_chip_smem_bytes(n - step.c, width, strip) <= H200_SMEM
+                strips[batch, n, step.c] = strip
+    assert strips == {(640, 512, 0): 4, (640, 512, 64): 5, (640, 512, 128): 6, (640, 512, 192): 5,
+                      (640, 512, 256): 4, (640, 512, 320): 3, (640, 512, 384): 2}
+    split = submission.Update(128, 512, 2, submission.TRAIL_BLOCK_N, False)
+    assert submission.on_chip_strip(512, 64, 64, split, H200_SMEM) is None
+
+
 class _Stream:
     """A stream as a vector clock: what a kernel queued on it comes after (stream -> kernels)."""
 
