@@ -173,6 +173,7 @@ ON_CHIP_CAPABILITY = (9, 0)         # wgmma and TMA as Gluon's Hopper module emi
 ON_CHIP_TRITON = ("3.6.",)          # Triton releases whose Gluon the kernel is written for
 ON_CHIP_BLOCK = 64                  # rows of a strip slot (wgmma's M), columns of a column tile
 ON_CHIP_MIN_RING = 4                # slots at least of a strip that streams twice, not fitting whole beside V
+ON_CHIP_SMEM_RESERVE = 1024         # bytes of shared memory kept beyond `on_chip_smem_bytes` (Gluon pads ~200)
 ON_CHIP_PRODUCER_REGS = 40          # registers of the warp that issues every TMA
 # the blocked path's Triton grids hold the batch in their y or z extent, which CUDA limits to this many
 # programs: larger batches are factored in chunks of it
@@ -3145,7 +3146,7 @@ def on_chip_strip(n: int, c: int, width: int, update: Update, smem: int) -> int 
         return None
     blocks = rows // ON_CHIP_BLOCK
     return next((strip for strip in (blocks, *range(blocks - 1, ON_CHIP_MIN_RING - 1, -1))
-                 if on_chip_smem_bytes(rows, width, strip) + SMEM_RESERVE <= smem), None)
+                 if on_chip_smem_bytes(rows, width, strip) + ON_CHIP_SMEM_RESERVE <= smem), None)
 
 
 def _column_tiles(batch: int, col_lo: int, col_hi: int, block_n: int) -> int:
