@@ -768,19 +768,18 @@ if _GLUON_KERNELS:
                 v_lo._reinterpret(gl.float32, [SLOTS, BM // 2, W], raw))
 
     @gluon.jit
-    def _load_v(v_desc, v_hi, v_lo, v_ready, v_empty, b, m, n, c, W: gl.constexpr, BM: gl.constexpr,
-                SLOTS: gl.constexpr):
-        """Matrix b's (the CTA's m-th) float32 rows of V from H (v_desc: half blocks) into V's planes'
-        bytes, block i's top half in v_hi[i] and its bottom half in v_lo[i], on v_ready[i], for the consumer
-        to split in place (`_split_in_place`); each block once the consumer's last apply has released the
-        last matrix's (v_empty[i]), so that they land while it finishes."""
+    def _load_v_block(v_desc, v_hi, v_lo, v_ready, v_empty, b, m, block, n, c, W: gl.constexpr, BM: gl.constexpr,
+                      SLOTS: gl.constexpr):
+        """Row block `block` of matrix b's (the CTA's m-th) V, float32 rows from H (v_desc: half blocks), into
+        its planes' bytes (top half in v_hi[block], bottom half in v_lo[block]) on v_ready[block], for the
+        consumer to split in place (`_split_in_place`); once the consumer's last apply has released the
+        last matrix's block (v_empty[block]), so that V lands while it finishes."""
         top, bottom = _raw_halves(v_hi, v_lo, BM, W, SLOTS)
-        for block in gl.static_range(SLOTS):
-            row = b * n + c + block * BM
-            mbarrier.wait(v_empty.index(block), (m & 1) ^ 1)
-            mbarrier.expect(v_ready.index(block), 2 * v_desc.block_type.nbytes)
-            tma.async_copy_global_to_shared(v_desc, [row, c], v_ready.index(block), top.index(block))
-            tma.async_copy_global_to_shared(v_desc, [row + BM // 2, c], v_ready.index(block), bottom.index(block))
+        row = b * n + c + block * BM
+        mbarrier.wait(v_empty.index(block), (m & 1) ^ 1)
+        mbarrier.expect(v_ready.index(block), 2 * v_desc.block_type.nbytes)
+        tma.async_copy_global_to_shared(v_desc, [row, c], v_ready.index(block), top.index(block))
+        tma.async_copy_global_to_shared(v_desc, [row + BM // 2, c], v_ready.index(block), bottom.index(block))
 
     @gluon.jit
     def _produce_whole(h_desc, c_desc, v_desc, strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, n, c,
@@ -795,7 +794,9 @@ if _GLUON_KERNELS:
         for tile in range(first, end):
             b = tile // tiles_n
             if b != matrix:
-                _load_v(v_desc, v_hi, v_lo, v_ready, v_empty, b, b - first // tiles_n, n, c, W, BM, SLOTS)
+                for block in gl.static_range(SLOTS):
+                    _load_v_block(v_desc, v_hi, v_lo, v_ready, v_empty, b, b - first // tiles_n, block, n, c, W, BM,
+                                  SLOTS)
                 matrix = b
             for i in range(SLOTS):
                 mbarrier.wait(computed.index(i), (tile - first) & 1)
@@ -825,16 +826,24 @@ if _GLUON_KERNELS:
         """The strip streamed twice through a ring of RING slots: a tile's uses 0 .. SLOTS - 1 are its
         row blocks for P, uses SLOTS .. 2 SLOTS - 1 the same again for the apply (mostly from L2), use u
         of the CTA in slot u % RING. Before use u is requested the consumer's release of use u - RING is
-        waited for, and that block stored first if it was an apply's; V loaded at each matrix's first
-        tile."""
+        waited for, and that block stored first if it was an apply's. At a matrix's first tile V's block
+        j goes before use j (j < RING: the releases come in that order), the rest of V before use RING,
+        the first that waits for this tile's P."""
         USES: gl.constexpr = 2 * SLOTS
         matrix = -1
         for tile in range(first, end):
             b = tile // tiles_n
-            if b != matrix:
-                _load_v(v_desc, v_hi, v_lo, v_ready, v_empty, b, b - first // tiles_n, n, c, W, BM, SLOTS)
-                matrix = b
+            fresh = b != matrix
+            matrix = b
             for j in range(USES):
+                if fresh and j < SLOTS:
+                    if j < RING:
+                        _load_v_block(v_desc, v_hi, v_lo, v_ready, v_empty, b, b - first // tiles_n, j, n, c, W, BM,
+                                      SLOTS)
+                    if j == RING:
+                        for block in range(RING, SLOTS):
+                            _load_v_block(v_desc, v_hi, v_lo, v_ready, v_empty, b, b - first // tiles_n, block, n, c,
+                                          W, BM, SLOTS)
                 use = (tile - first) * USES + j
                 slot = use % RING
                 mbarrier.wait(computed.index(slot), ((use // RING) & 1) ^ 1)
