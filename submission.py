@@ -27,6 +27,9 @@ the CTAs of a thread-block cluster when there are too few matrices to fill
 the GPU. The trailing update runs on tensor cores in 3xBF16: each float32
 operand is split on chip into `hi = bf16(x)` and `lo = bf16(x - hi)` and the
 product is `hi*hi + hi*lo + lo*hi` accumulated in float32 (~16 mantissa bits).
+On Hopper a pair of panels' update of up to 512 rows is one Gluon kernel
+that holds V and each column strip in shared memory (TMA, wgmma), so a strip
+crosses DRAM once and V is read once a matrix (`pair_update_kernel`).
 The panel factorization stays in float32; `T`'s Gram matrix V^T V runs on
 tensor cores too, from three bf16 terms per entry (~24 bits), a pair's
 V1^T V2 from two f16 terms of the entries scaled by 2^8 (~22 bits), and T's
@@ -281,6 +284,7 @@ KEPT_BETA, KEPT_LIFT, KEPT_SCALE = range(3)
 FLOAT_BYTES = 4
 BF16_BYTES = 2
 MBARRIER_BYTES = 8
+TMA_ALIGN_BYTES = 16        # a TMA descriptor's global address is a multiple of this
 WARPGROUP = 128             # threads of a wgmma
 ADDRESS_BYTES = 8          # a device address among a kernel's parameters (`RetargetedGraph`)
 # CUDA graph nodes that hold no addresses, besides kernels and memsets: what stream capture makes of
@@ -3403,7 +3407,8 @@ def _apply_block_reflector(h, y, t, c: int, width: int, update: Update, source=N
     c (a panel's, or a pair's merged into one block), cols of `update`.
 
     One launch when the update is `fused`: `pair_update_kernel` on a Hopper
-    GPU where `on_chip_strip`, else `_wy_update_kernel`. Otherwise V^T C is
+    GPU where `on_chip_strip` (and a source is aligned for TMA), else
+    `_wy_update_kernel`. Otherwise V^T C is
     summed over row splits into `y` and a second launch applies it. With
     `source` = (a, size) a fused update of the first step reads C from the
     contiguous input a, lifted by the matrix sizes (see
@@ -3411,8 +3416,10 @@ def _apply_block_reflector(h, y, t, c: int, width: int, update: Update, source=N
     (`staged_columns`).
     """
     batch, n, _ = h.shape
-    strip = (on_chip_strip(n, c, width, update, _device_limits(h.device.index)[1])
-             if not TRITON_INTERPRETED.value and _on_chip_device(h.device.index) else None)
+    strip = None
+    if (not TRITON_INTERPRETED.value and _on_chip_device(h.device.index)
+            and (source is None or source[0].data_ptr() % TMA_ALIGN_BYTES == 0)):
+        strip = on_chip_strip(n, c, width, update, _device_limits(h.device.index)[1])
     if strip is not None:
         _pair_update_on_chip(h, t, c, width, update, strip, source)
         return

@@ -207,6 +207,31 @@ def test_pair_update_on_chip_matches_float64(batch, n, c, from_input):
     assert torch.equal(h[:, :c, c + width:].isnan(), before[:, :c, c + width:].isnan())
 
 
+def test_pair_update_from_an_input_that_tma_cannot_read_takes_the_triton_update(monkeypatch):
+    # a contiguous input off 16-byte alignment (an eager call reads it as the first update's source) is no
+    # TMA source: the update is the Triton kernel's, bit for bit
+    device = torch.cuda.current_device()
+    if not submission._on_chip_device(device):
+        pytest.skip("pair_update_kernel runs on compute capability 9.0 with a Triton of ON_CHIP_TRITON")
+    batch, n, width = 4, 384, 2 * WIDTH
+    update = submission.Update(width, n, 1, submission.TRAIL_BLOCK_N, True)
+    assert submission.on_chip_strip(n, 0, width, update, submission._device_limits(device)[1])
+    torch.manual_seed(7)
+    a = torch.randn(batch * n * n + 1, device="cuda")[1:].view(batch, n, n)
+    assert a.is_contiguous() and a.data_ptr() % submission.TMA_ALIGN_BYTES != 0
+    size = a.abs().amax(dim=(1, 2))
+    panel_h, panel_tau = torch.geqrf(a[:, :, :width].double())
+    t = _larft(_unit_lower(panel_h), panel_tau).float().contiguous()
+    h = torch.zeros((batch, n, n), device="cuda")
+    h[:, :, :width] = panel_h.float()
+    got = h.clone()
+    submission._apply_block_reflector(got, None, t, 0, width, update, (a, size))
+    monkeypatch.setattr(submission, "_on_chip_device", lambda index: False)
+    triton_update = h.clone()
+    submission._apply_block_reflector(triton_update, None, t, 0, width, update, (a, size))
+    assert torch.equal(got, triton_update)
+
+
 @pytest.mark.parametrize("resident", [True, False], ids=["resident", "streamed"])
 @pytest.mark.parametrize("batch,n,cluster,c,big", [
     (2, 200, 1, 0, 1.0), (1, 130, 1, 64, 1.0), (3, 512, 1, 32, 1.0), (2, 512, 2, 0, 1.0), (2, 600, 2, 256, 1.0),
