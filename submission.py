@@ -168,10 +168,10 @@ TRAIL_FUSED_BLOCK_M = ((32, 32), (64, 64))
 # programs per SM; H200 vs 3: -15% at 640x512, -13% at 60x1024; vs 2: -4% at 40x352, 0 at 8x2048
 TRAIL_STAGES = 1
 TRAIL_IEEE_MAX_W = tl.constexpr(32)     # wider updates form T^T V^T C on tensor cores (3xBF16), not in float32 FMA
-# on Hopper a pair's fused rest update whose rows fit in shared memory beside V runs as one Gluon kernel that
-# holds each column strip and V on chip (`pair_update_kernel`: a strip crosses DRAM once, not twice, and V is
-# loaded once a matrix; H200, 640x512, one update at c 128 / 256 / 384: 219 / 113 / 37.5 us against the
-# Triton kernel's 313 / 143 / 38)
+# on Hopper a pair's fused rest update whose V fits in shared memory runs as one Gluon kernel that holds V and
+# each column strip on chip (`pair_update_kernel`: V loaded once a matrix, a strip read once where it fits
+# whole beside V, else twice through a ring, the second time from L2; H200, 640x512 a call, side by side with
+# the Triton update: 3.500 -> 3.074 ms, 3.624 -> 3.155)
 ON_CHIP_CAPABILITY = (9, 0)         # wgmma and TMA as Gluon's Hopper module emits them (sm_90a)
 ON_CHIP_TRITON = ("3.6.",)          # Triton releases whose Gluon the kernel is written for
 ON_CHIP_BLOCK = 64                  # rows of a strip slot (wgmma's M), columns of a column tile
