@@ -1030,6 +1030,31 @@ if _GLUON_KERNELS:
                            BN, SLOTS, STRIP, FROM_INPUT)
 
     @gluon.jit
+    def _allocate(h_desc, STRIP: gl.constexpr, V_BLOCKS: gl.constexpr, V_BARRIERS: gl.constexpr, W: gl.constexpr,
+                  BM: gl.constexpr, BN: gl.constexpr):
+        """The kernel's shared memory, mbarriers initialized: a strip of STRIP slots (arrived: landed by TMA;
+        computed: read or written back by the consumer), V_BLOCKS blocks of V's planes with V_BARRIERS ready /
+        empty pairs, T's planes."""
+        v_planes: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BM, W], gl.bfloat16)
+        t_planes: gl.constexpr = gl.NVMMASharedLayout.get_default_for([W, W], gl.bfloat16)
+        strip = gl.allocate_shared_memory(gl.float32, [STRIP, BM, BN], h_desc.layout)
+        arrived = gl.allocate_shared_memory(gl.int64, [STRIP, 1], mbarrier.MBarrierLayout())
+        computed = gl.allocate_shared_memory(gl.int64, [STRIP, 1], mbarrier.MBarrierLayout())
+        v_hi = gl.allocate_shared_memory(gl.bfloat16, [V_BLOCKS, BM, W], v_planes)
+        v_lo = gl.allocate_shared_memory(gl.bfloat16, [V_BLOCKS, BM, W], v_planes)
+        v_ready = gl.allocate_shared_memory(gl.int64, [V_BARRIERS, 1], mbarrier.MBarrierLayout())
+        v_empty = gl.allocate_shared_memory(gl.int64, [V_BARRIERS, 1], mbarrier.MBarrierLayout())
+        t_hi = gl.allocate_shared_memory(gl.bfloat16, [W, W], t_planes)
+        t_lo = gl.allocate_shared_memory(gl.bfloat16, [W, W], t_planes)
+        for i in gl.static_range(STRIP):
+            mbarrier.init(arrived.index(i), count=1)
+            mbarrier.init(computed.index(i), count=1)
+        for i in gl.static_range(V_BARRIERS):
+            mbarrier.init(v_ready.index(i), count=1)
+            mbarrier.init(v_empty.index(i), count=1)
+        return strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, t_hi, t_lo
+
+    @gluon.jit
     def pair_update_kernel(h_desc, c_desc, v_desc, t_ptr, size_ptr, n, c, col_lo, tiles_n, tiles, W: gl.constexpr,
                            BM: gl.constexpr, BN: gl.constexpr, SLOTS: gl.constexpr, STRIP: gl.constexpr,
                            FROM_INPUT: gl.constexpr, PRODUCER_REGS: gl.constexpr):
@@ -1056,23 +1081,8 @@ if _GLUON_KERNELS:
         two by mbarriers (arrived: landed; computed: read or written back), V's
         blocks by a ready / empty pair each.
         """
-        v_planes: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BM, W], gl.bfloat16)
-        t_planes: gl.constexpr = gl.NVMMASharedLayout.get_default_for([W, W], gl.bfloat16)
-        strip = gl.allocate_shared_memory(gl.float32, [STRIP, BM, BN], h_desc.layout)
-        arrived = gl.allocate_shared_memory(gl.int64, [STRIP, 1], mbarrier.MBarrierLayout())
-        computed = gl.allocate_shared_memory(gl.int64, [STRIP, 1], mbarrier.MBarrierLayout())
-        v_hi = gl.allocate_shared_memory(gl.bfloat16, [SLOTS, BM, W], v_planes)
-        v_lo = gl.allocate_shared_memory(gl.bfloat16, [SLOTS, BM, W], v_planes)
-        v_ready = gl.allocate_shared_memory(gl.int64, [SLOTS, 1], mbarrier.MBarrierLayout())
-        v_empty = gl.allocate_shared_memory(gl.int64, [SLOTS, 1], mbarrier.MBarrierLayout())
-        t_hi = gl.allocate_shared_memory(gl.bfloat16, [W, W], t_planes)
-        t_lo = gl.allocate_shared_memory(gl.bfloat16, [W, W], t_planes)
-        for i in gl.static_range(STRIP):
-            mbarrier.init(arrived.index(i), count=1)
-            mbarrier.init(computed.index(i), count=1)
-        for i in gl.static_range(SLOTS):
-            mbarrier.init(v_ready.index(i), count=1)
-            mbarrier.init(v_empty.index(i), count=1)
+        strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, t_hi, t_lo = _allocate(h_desc, STRIP, SLOTS, SLOTS, W,
+                                                                                       BM, BN)
         pid = gl.program_id(0)
         first = pid * tiles // gl.num_programs(0)
         end = (pid + 1) * tiles // gl.num_programs(0)

@@ -3,7 +3,7 @@ the products on wgmma (Gluon), against main's (GPU).
 
     python bench/probe_onepass_gluon.py [--shapes 640x512] [--columns 0,128,256,384] [--block-n 64]
         [--stages 4] [--asynchronous 0,1] [--persistent 0,1] [--remove 0] [--transposed-apply 0,1]
-        [--specialized 1,2,3,4,5] [--planes] [--phases 234,-] [--reps 7]
+        [--specialized 1,2,3] [--planes] [--phases 234,-] [--reps 7]
 
 Main's fused update reads C = H[b, c:n, cols] twice (V^T C, then C - V Y),
 and the second read comes from DRAM: at 640x512, c = 0, W = 64 a program
@@ -33,9 +33,9 @@ APPLY_T form with a producer warp that issues every TMA; 2 adds build 8:
 build 7 with two consumer warpgroups on alternate row blocks; 3 adds
 build 9: build 7 with asynchronous wgmma (`_consume_pipelined`), at each
 `--remove` value (builds 1-6 take those below 4), and with `--planes`
-after a kernel that makes V's planes; 4 adds build 10, V's planes held
-whole and loaded once a matrix (`onepass_resident_kernel`, where they fit
-beside the strip), 5 build 11, build 10 making the planes from h itself.
+after a kernel that makes V's planes. Builds 10 and 11 (V's planes held
+whole and loaded once a matrix, made from h in the kernel) became the
+submission's `pair_update_kernel`, whose helpers builds 1-9 share.
 Phases "-" (the copy): the slots are waited for and stored back
 unchanged, no products: the floor of this structure. Rows must come in
 whole blocks ((n - c) % BM == 0) and W is a pair's 64. Each configuration
@@ -57,45 +57,18 @@ import triton.language as tl  # noqa: E402
 from triton.experimental import gluon  # noqa: E402
 from triton.experimental.gluon import language as gl  # noqa: E402
 from triton.experimental.gluon.language.nvidia.hopper import (  # noqa: E402
-    fence_async_shared, mbarrier, tma, warpgroup_mma, warpgroup_mma_wait)
+    fence_async_shared, mbarrier, tma, warpgroup_mma_wait)
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor  # noqa: E402
 
 from probe_strip_layout import reflector_planes  # noqa: E402
 from probe_strip_stream import case_arguments, phase_sets, update_cases  # noqa: E402
 from probe_ws_update import _split  # noqa: E402
+from submission import _allocate, _load_t, _rows_layout, _wgmma_3xbf16, _wgmma_a_layout, _wgmma_layout, _y_t  # noqa
 
 WARPS = 4          # one warpgroup (build 7's consumers; its producer warp comes on top)
 PRODUCER_REGS = 40
 CONSUMER_REGS = 160    # build 8's second consumer warpgroup (a worker partition)
 BLOCK_M = 64       # rows of a strip slot, and wgmma's M
-RESIDENT_MAX_ROWS = 384     # build 10: strip (fp32) and V's planes (2 x bf16) of 64 columns, 512 bytes a row, and T
-
-
-@gluon.constexpr_function
-def _product_layout(W):
-    """wgmma's accumulator layout for one warpgroup's 64 x W product (P^T, Y^T; with APPLY_T the apply's C^T)."""
-    return gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, W, 16])
-
-
-@gluon.constexpr_function
-def _operand_layout(W):
-    """wgmma's A operand in registers, for a product accumulated in `_product_layout(W)`."""
-    return gl.DotOperandLayout(operand_index=0, parent=_product_layout(W), k_width=2)
-
-
-@gluon.constexpr_function
-def _rows_layout():
-    """One warpgroup's registers over a tile of float32 rows, four consecutive entries a thread."""
-    return gl.BlockedLayout([1, 4], [4, 8], [4, 1], [1, 0])
-
-
-@gluon.jit
-def _load_t(t_ptr, b, W: gl.constexpr):
-    """Matrix b's T (W x W, row-major) into registers."""
-    rows_layout: gl.constexpr = _rows_layout()
-    k_row = gl.arange(0, W, layout=gl.SliceLayout(1, rows_layout))
-    k_col = gl.arange(0, W, layout=gl.SliceLayout(0, rows_layout))
-    return gl.load(t_ptr + b.to(gl.int64) * W * W + gl.expand_dims(k_row, 1) * W + gl.expand_dims(k_col, 0))
 
 
 @gluon.jit
@@ -104,25 +77,6 @@ def _store_planes(x, x_hi, x_lo):
     hi, lo = _split(x)
     x_hi.store(hi)
     x_lo.store(lo)
-
-
-@gluon.jit
-def _y_t(p_t, t, t_hi, t_lo, W: gl.constexpr):
-    """Y^T = P^T T on wgmma (3xBF16), T's planes first written to t_hi, t_lo."""
-    _store_planes(t, t_hi, t_lo)
-    fence_async_shared()
-    gl.thread_barrier()
-    p_hi, p_lo = _split(gl.convert_layout(p_t, _operand_layout(W)))
-    return _mma3(p_hi, p_lo, t_hi, t_lo, gl.zeros_like(p_t), False)
-
-
-@gluon.jit
-def _mma3(a_hi, a_lo, b_hi, b_lo, acc, ASYNC: gl.constexpr):
-    """acc + a b on wgmma from the operands' bf16 planes (a's in shared memory or in registers, b's in shared
-    memory; 3xBF16, lo x lo dropped); with ASYNC three wgmma groups left in flight."""
-    acc = warpgroup_mma(a_lo, b_hi, acc, is_async=ASYNC)
-    acc = warpgroup_mma(a_hi, b_lo, acc, is_async=ASYNC)
-    return warpgroup_mma(a_hi, b_hi, acc, is_async=ASYNC)
 
 
 @gluon.jit
@@ -197,8 +151,8 @@ def onepass_update_kernel(h_desc, v_desc, t_ptr, n, c, col_lo, tiles_n, tiles,
 
     acc_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
                                                          instr_shape=[16, BN, 16])      # BM x BN: the apply
-    t_acc_layout: gl.constexpr = _product_layout(W)         # BN x W: P^T, Y^T
-    operand_layout: gl.constexpr = _operand_layout(W)
+    t_acc_layout: gl.constexpr = _wgmma_layout(W)         # BN x W: P^T, Y^T
+    operand_layout: gl.constexpr = _wgmma_a_layout(W)
     rows_layout: gl.constexpr = _rows_layout()
     v_planes: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BM, W], gl.bfloat16)
     y_planes: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BN, W], gl.bfloat16)
@@ -243,7 +197,7 @@ def onepass_update_kernel(h_desc, v_desc, t_ptr, n, c, col_lo, tiles_n, tiles,
                 c_hi, c_lo = _split(strip.index(i).permute((1, 0)).load(operand_layout))
                 mbarrier.wait(v_ready.index(stage), (use // STAGES) & 1)
                 if MULTIPLY:
-                    p_t = _mma3(c_hi, c_lo, v_hi.index(stage), v_lo.index(stage), p_t, False)
+                    p_t = _wgmma_3xbf16(c_hi, c_lo, v_hi.index(stage), v_lo.index(stage), p_t, False)
                 gl.thread_barrier()
                 _refill(v_desc, v_hi, v_lo, v_ready, use + STAGES - 1, pid, programs, tiles, tiles_n, n, c,
                         blocks, BM, STAGES)
@@ -266,12 +220,12 @@ def onepass_update_kernel(h_desc, v_desc, t_ptr, n, c, col_lo, tiles_n, tiles,
                 if APPLY_T:
                     out_t = strip.index(i).permute((1, 0)).load(t_acc_layout)
                     if MULTIPLY:
-                        out_t = _mma3(ny_hi, ny_lo, v_hi.index(stage).permute((1, 0)),
+                        out_t = _wgmma_3xbf16(ny_hi, ny_lo, v_hi.index(stage).permute((1, 0)),
                                       v_lo.index(stage).permute((1, 0)), out_t, False)
                     _store_block(h_desc, strip, arrived, out_t, i, row0, col0, tile + programs, tiles, tiles_n, n,
                                  c, col_lo, BM, BN, LIVE, True)
                 elif ASYNC and MULTIPLY:
-                    token = _mma3(v_hi.index(stage), v_lo.index(stage), y_hi.permute((1, 0)), y_lo.permute((1, 0)),
+                    token = _wgmma_3xbf16(v_hi.index(stage), v_lo.index(stage), y_hi.permute((1, 0)), y_lo.permute((1, 0)),
                                   strip.index(i).load(acc_layout), True)
                     if i > 0:
                         _store_block(h_desc, strip, arrived, out, i - 1, row0, col0, tile + programs, tiles,
@@ -280,7 +234,7 @@ def onepass_update_kernel(h_desc, v_desc, t_ptr, n, c, col_lo, tiles_n, tiles,
                 else:
                     out = strip.index(i).load(acc_layout)
                     if MULTIPLY:
-                        out = _mma3(v_hi.index(stage), v_lo.index(stage), y_hi.permute((1, 0)), y_lo.permute((1, 0)),
+                        out = _wgmma_3xbf16(v_hi.index(stage), v_lo.index(stage), y_hi.permute((1, 0)), y_lo.permute((1, 0)),
                                     out, False)
                     _store_block(h_desc, strip, arrived, out, i, row0, col0, tile + programs, tiles, tiles_n, n, c,
                                  col_lo, BM, BN, LIVE)
@@ -346,129 +300,6 @@ def _produce(h_desc, v_desc, strip, arrived, computed, v_hi, v_lo, v_ready, v_em
 
 
 @gluon.jit
-def _produce_resident(h_desc, v_desc, strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, n, c, col_lo, tiles_n,
-                      first, end, BM: gl.constexpr, BN: gl.constexpr, SLOTS: gl.constexpr, FROM_H: gl.constexpr):
-    """Build 10's producer warp: the CTA's tiles first .. end - 1 in order. V's planes of a matrix are
-    loaded whole once, at its first tile, after the consumers have released the last matrix's; the
-    strip's slots are stored and refilled as in `_produce`. With FROM_H (build 11) V's float32 rows come
-    from h instead (v_desc: half blocks of h), block i's top half into v_hi[i]'s bytes and its bottom
-    half into v_lo[i]'s, for the consumer to split in place (`_split_in_place`)."""
-    blocks = (n - c) // BM
-    for i in range(blocks):
-        _request_block(h_desc, strip, arrived, first, i, end, tiles_n, n, c, col_lo, BM, BN, True)
-    matrix = -1
-    for tile in range(first, end):
-        b = tile // tiles_n
-        if b != matrix:
-            mbarrier.wait(v_empty.index(0), ((b - first // tiles_n) & 1) ^ 1)
-            mbarrier.expect(v_ready.index(0), 2 * SLOTS * v_desc.block_type.nbytes)
-            if FROM_H:
-                top, bottom = _raw_halves(v_hi, v_lo, BM, v_desc.block_type.shape[1], SLOTS)
-                for block in gl.static_range(SLOTS):
-                    row = b * n + c + block * BM
-                    tma.async_copy_global_to_shared(v_desc, [row, c], v_ready.index(0), top.index(block))
-                    tma.async_copy_global_to_shared(v_desc, [row + BM // 2, c], v_ready.index(0),
-                                                    bottom.index(block))
-            else:
-                for block in gl.static_range(SLOTS):
-                    tma.async_copy_global_to_shared(v_desc, [2 * b * n + c + block * BM, 0], v_ready.index(0),
-                                                    v_hi.index(block))
-                    tma.async_copy_global_to_shared(v_desc, [(2 * b + 1) * n + c + block * BM, 0],
-                                                    v_ready.index(0), v_lo.index(block))
-            matrix = b
-        col0 = col_lo + (tile % tiles_n) * BN
-        for i in range(blocks):
-            _store_and_refill(h_desc, strip, arrived, computed, i, tile - first, b * n + c, col0, tile + 1, end,
-                              tiles_n, n, c, col_lo, BM, BN, True)
-        tma.store_wait(pendings=0)
-        _request_block(h_desc, strip, arrived, tile + 1, blocks - 1, end, tiles_n, n, c, col_lo, BM, BN, True)
-
-
-@gluon.jit
-def _raw_halves(v_hi, v_lo, BM: gl.constexpr, W: gl.constexpr, SLOTS: gl.constexpr):
-    """Build 11: v_hi's and v_lo's blocks seen as float32 half blocks (BM / 2 x W: the same bytes)."""
-    raw: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BM // 2, W], gl.float32)
-    return (v_hi._reinterpret(gl.float32, [SLOTS, BM // 2, W], raw),
-            v_lo._reinterpret(gl.float32, [SLOTS, BM // 2, W], raw))
-
-
-@gluon.jit
-def _unit_lower_planes(x, row0, W: gl.constexpr, LAYOUT: gl.constexpr):
-    """The bf16 planes of V's rows row0.. (from column c: x's entries below the diagonal, 1 on it, 0 above)."""
-    rows = gl.expand_dims(row0 + gl.arange(0, x.shape[0], layout=gl.SliceLayout(1, LAYOUT)), 1)
-    k = gl.expand_dims(gl.arange(0, W, layout=gl.SliceLayout(0, LAYOUT)), 0)
-    return _split(gl.where(rows > k, x, gl.where(rows == k, 1.0, 0.0)))
-
-
-@gluon.jit
-def _split_in_place(v_hi, v_lo, BM: gl.constexpr, W: gl.constexpr, SLOTS: gl.constexpr):
-    """Build 11's consumer at a matrix's first tile: V's float32 rows as the producer landed them
-    (`_produce_resident` with FROM_H) made into V's planes in the same bytes, block by block (both
-    halves read before either is overwritten), then fenced for wgmma."""
-    HALF: gl.constexpr = BM // 2
-    rows_layout: gl.constexpr = _rows_layout()
-    top, bottom = _raw_halves(v_hi, v_lo, BM, W, SLOTS)
-    for block in gl.static_range(SLOTS):
-        upper_hi, upper_lo = _unit_lower_planes(top.index(block).load(rows_layout), block * BM, W, rows_layout)
-        lower_hi, lower_lo = _unit_lower_planes(bottom.index(block).load(rows_layout), block * BM + HALF, W,
-                                                rows_layout)
-        gl.thread_barrier()
-        v_hi.index(block).slice(0, HALF).store(upper_hi)
-        v_hi.index(block).slice(HALF, HALF).store(lower_hi)
-        v_lo.index(block).slice(0, HALF).store(upper_lo)
-        v_lo.index(block).slice(HALF, HALF).store(lower_lo)
-    fence_async_shared()
-    gl.thread_barrier()
-
-
-@gluon.jit
-def _allocate(h_desc, SLOTS: gl.constexpr, V_BLOCKS: gl.constexpr, V_BARRIERS: gl.constexpr, W: gl.constexpr,
-              BM: gl.constexpr, BN: gl.constexpr):
-    """Builds 7-10's shared memory, mbarriers initialized: the strip's SLOTS slots (arrived by TMA, computed by
-    the consumers), V_BLOCKS blocks of V's planes with V_BARRIERS ready / empty pairs (a ring's stages, or
-    one for V held whole), T's planes."""
-    v_planes: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BM, W], gl.bfloat16)
-    t_planes: gl.constexpr = gl.NVMMASharedLayout.get_default_for([W, W], gl.bfloat16)
-    strip = gl.allocate_shared_memory(gl.float32, [SLOTS, BM, BN], h_desc.layout)
-    arrived = gl.allocate_shared_memory(gl.int64, [SLOTS, 1], mbarrier.MBarrierLayout())
-    computed = gl.allocate_shared_memory(gl.int64, [SLOTS, 1], mbarrier.MBarrierLayout())
-    v_hi = gl.allocate_shared_memory(gl.bfloat16, [V_BLOCKS, BM, W], v_planes)
-    v_lo = gl.allocate_shared_memory(gl.bfloat16, [V_BLOCKS, BM, W], v_planes)
-    v_ready = gl.allocate_shared_memory(gl.int64, [V_BARRIERS, 1], mbarrier.MBarrierLayout())
-    v_empty = gl.allocate_shared_memory(gl.int64, [V_BARRIERS, 1], mbarrier.MBarrierLayout())
-    t_hi = gl.allocate_shared_memory(gl.bfloat16, [W, W], t_planes)
-    t_lo = gl.allocate_shared_memory(gl.bfloat16, [W, W], t_planes)
-    for i in gl.static_range(SLOTS):
-        mbarrier.init(arrived.index(i), count=1)
-        mbarrier.init(computed.index(i), count=1)
-    for i in gl.static_range(V_BARRIERS):
-        mbarrier.init(v_ready.index(i), count=1)
-        mbarrier.init(v_empty.index(i), count=1)
-    return strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, t_hi, t_lo
-
-
-@gluon.jit
-def onepass_resident_kernel(h_desc, v_desc, t_ptr, n, c, col_lo, tiles_n, tiles, W: gl.constexpr,
-                            BM: gl.constexpr, BN: gl.constexpr, SLOTS: gl.constexpr, PRODUCER_REGS: gl.constexpr,
-                            FROM_H: gl.constexpr):
-    """Build 10: build 9 with V's planes held whole in shared memory (SLOTS = (n - c) / BM row blocks,
-    strip and V together; from c 128 at n 512) and each CTA taking a contiguous run of tiles, so that it
-    loads each matrix's V once (`_produce_resident`, `_consume_resident`) instead of twice a tile. Build
-    11 (FROM_H): V's planes made in the kernel from h's float32 V, once a matrix (v_desc over h)."""
-    strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, t_hi, t_lo = _allocate(h_desc, SLOTS, SLOTS, 1, W, BM,
-                                                                                   BN)
-    pid = gl.program_id(0)
-    first = pid * tiles // gl.num_programs(0)
-    end = (pid + 1) * tiles // gl.num_programs(0)
-    gl.warp_specialize([
-        (_consume_resident, (strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, t_hi, t_lo, t_ptr, n, c,
-                             tiles_n, first, end, W, BM, BN, SLOTS, FROM_H)),
-        (_produce_resident, (h_desc, v_desc, strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, n, c, col_lo,
-                             tiles_n, first, end, BM, BN, SLOTS, FROM_H)),
-    ], [1], [PRODUCER_REGS])
-
-
-@gluon.jit
 def _consume(strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, t_hi, t_lo, p_sum, p_bars, t_ptr, n, c, tiles_n,
              tiles, W: gl.constexpr, BM: gl.constexpr, BN: gl.constexpr, STAGES: gl.constexpr, PART: gl.constexpr,
              PARTS: gl.constexpr):
@@ -482,8 +313,8 @@ def _consume(strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, t_hi, t_lo,
     pid = gl.program_id(0)
     programs = gl.num_programs(0)
     blocks = (n - c) // BM
-    t_acc_layout: gl.constexpr = _product_layout(W)
-    operand_layout: gl.constexpr = _operand_layout(W)
+    t_acc_layout: gl.constexpr = _wgmma_layout(W)
+    operand_layout: gl.constexpr = _wgmma_a_layout(W)
     for tile in range(pid, tiles, programs):
         k = (tile - pid) // programs
         t = _load_t(t_ptr, tile // tiles_n, W)      # used after P: its latency hidden
@@ -496,7 +327,7 @@ def _consume(strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, t_hi, t_lo,
             mbarrier.wait(arrived.index(i), k & 1)
             c_hi, c_lo = _split(strip.index(i).permute((1, 0)).load(operand_layout))
             mbarrier.wait(v_ready.index(stage), (use // STAGES) & 1)
-            p_t = _mma3(c_hi, c_lo, v_hi.index(stage), v_lo.index(stage), p_t, False)
+            p_t = _wgmma_3xbf16(c_hi, c_lo, v_hi.index(stage), v_lo.index(stage), p_t, False)
             mbarrier.arrive(v_empty.index(stage))
 
         # ----- the shares summed; -Y^T := -P^T T -----
@@ -519,7 +350,7 @@ def _consume(strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, t_hi, t_lo,
             p_sum.store(p_t)
             mbarrier.arrive(p_bars.index(1))
         p_hi, p_lo = _split(gl.convert_layout(p_t, operand_layout))
-        y_t = _mma3(p_hi, p_lo, t_hi, t_lo, gl.zeros([BN, W], gl.float32, t_acc_layout), False)
+        y_t = _wgmma_3xbf16(p_hi, p_lo, t_hi, t_lo, gl.zeros([BN, W], gl.float32, t_acc_layout), False)
         if PARTS == 2 and PART == 1:
             mbarrier.arrive(p_bars.index(2))
         ny_hi, ny_lo = _split(gl.convert_layout(-y_t, operand_layout))
@@ -529,7 +360,7 @@ def _consume(strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, t_hi, t_lo,
             use = 2 * blocks * k + blocks + i
             stage = use % STAGES
             mbarrier.wait(v_ready.index(stage), (use // STAGES) & 1)
-            out_t = _mma3(ny_hi, ny_lo, v_hi.index(stage).permute((1, 0)), v_lo.index(stage).permute((1, 0)),
+            out_t = _wgmma_3xbf16(ny_hi, ny_lo, v_hi.index(stage).permute((1, 0)), v_lo.index(stage).permute((1, 0)),
                           strip.index(i).permute((1, 0)).load(t_acc_layout), False)
             mbarrier.arrive(v_empty.index(stage))
             strip.index(i).permute((1, 0)).store(out_t)
@@ -554,29 +385,6 @@ def _consume_pipelined(strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, t
 
 
 @gluon.jit
-def _consume_resident(strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, t_hi, t_lo, t_ptr, n, c, tiles_n,
-                      first, end, W: gl.constexpr, BM: gl.constexpr, BN: gl.constexpr, SLOTS: gl.constexpr,
-                      FROM_H: gl.constexpr):
-    """Build 10's consumer warpgroup: the CTA's tiles first .. end - 1 in order, each by `_tile_products`
-    on V's planes held whole (block i in buffer i); they are waited for at a matrix's first tile (with
-    FROM_H made there from V's float32 rows, `_split_in_place`) and released (v_empty) after its last."""
-    blocks = (n - c) // BM
-    matrix = -1
-    for tile in range(first, end):
-        b = tile // tiles_n
-        t = _load_t(t_ptr, b, W)                    # used after P: its latency hidden
-        if b != matrix:
-            mbarrier.wait(v_ready.index(0), (b - first // tiles_n) & 1)
-            if FROM_H:
-                _split_in_place(v_hi, v_lo, BM, W, SLOTS)
-            matrix = b
-        _tile_products(strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, t_hi, t_lo, t, tile - first,
-                       blocks, 0, W, BN, SLOTS, True, True, False, False)
-        if (tile + 1) // tiles_n != b or tile + 1 == end:
-            mbarrier.arrive(v_empty.index(0))
-
-
-@gluon.jit
 def _tile_products(strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, t_hi, t_lo, t, k, blocks, first_use,
                    W: gl.constexpr, BN: gl.constexpr, STAGES: gl.constexpr, LIVE: gl.constexpr,
                    MULTIPLY: gl.constexpr, WAIT: gl.constexpr, RELEASE: gl.constexpr):
@@ -585,8 +393,8 @@ def _tile_products(strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, t_hi,
     uses first_use .., P's then the apply's). In P^T = C^T V block i's three wgmma run while block i +
     1's C^T is read from its slot and split; in the apply, two blocks a trip, the second block's run while
     the first's result is written back."""
-    t_acc_layout: gl.constexpr = _product_layout(W)
-    operand_layout: gl.constexpr = _operand_layout(W)
+    t_acc_layout: gl.constexpr = _wgmma_layout(W)
+    operand_layout: gl.constexpr = _wgmma_a_layout(W)
 
     # ----- P^T := C^T V, block i's wgmma in flight while block i + 1 is read and split (block i's planes
     # kept alive through the wait: ptxas does not hold a wgmma's A registers for it) -----
@@ -598,7 +406,7 @@ def _tile_products(strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, t_hi,
         if WAIT:
             mbarrier.wait(v_ready.index(stage), (use // STAGES) & 1)
         if MULTIPLY:
-            p_t = _mma3(c_hi, c_lo, v_hi.index(stage), v_lo.index(stage), p_t, True)
+            p_t = _wgmma_3xbf16(c_hi, c_lo, v_hi.index(stage), v_lo.index(stage), p_t, True)
         next_hi, next_lo = _operand_block(strip, arrived, gl.minimum(i + 1, blocks - 1), k, operand_layout, LIVE)
         p_t, c_hi, c_lo = warpgroup_mma_wait(num_outstanding=0, deps=(p_t, c_hi, c_lo))
         if RELEASE:
@@ -649,7 +457,7 @@ def _apply_async(strip, v_hi, v_lo, v_ready, ny_hi, ny_lo, i, apply_use, STAGES:
         mbarrier.wait(v_ready.index(stage), (use // STAGES) & 1)
     out_t = strip.index(i).permute((1, 0)).load(ACC_LAYOUT)
     if MULTIPLY:
-        out_t = _mma3(ny_hi, ny_lo, v_hi.index(stage).permute((1, 0)), v_lo.index(stage).permute((1, 0)), out_t,
+        out_t = _wgmma_3xbf16(ny_hi, ny_lo, v_hi.index(stage).permute((1, 0)), v_lo.index(stage).permute((1, 0)), out_t,
                       True)
     return out_t
 
@@ -737,9 +545,7 @@ def onepass_update(h, t, n, c, planes, block_n=64, stages=4, products=True, asyn
                    remove=0, transposed_apply=False, specialized=0):
     """Update columns [c + W, n) of every matrix of h by the pair at c (V's planes `planes`, T = t, W x W),
     on `programs` persistent CTAs (None: one a tile); `specialized` 1: build 7, 2: build 8, 3: build 9
-    (`onepass_ws_kernel` with 1 or 2 consumer warpgroups, 3: one, pipelined), 4: build 10
-    (`onepass_resident_kernel`, c >= 128 at n 512), 5: build 11 (10 making V's planes from h; `planes`
-    unused)."""
+    (`onepass_ws_kernel` with 1 or 2 consumer warpgroups, 3: one, pipelined)."""
     batch, width = h.shape[0], t.shape[-1]
     assert (n - c) % BLOCK_M == 0 and (n - c - width) % block_n == 0, "whole row blocks and column tiles"
     layout = gl.NVMMASharedLayout.get_default_for([BLOCK_M, block_n], gl.float32)
@@ -749,14 +555,6 @@ def onepass_update(h, t, n, c, planes, block_n=64, stages=4, products=True, asyn
                               v_layout)
     tiles_n = (n - c - width) // block_n
     tiles = batch * tiles_n
-    if specialized in (4, 5):
-        if specialized == 5:
-            half = [BLOCK_M // 2, width]
-            v_desc = TensorDescriptor(h.view(batch * n, n), [batch * n, n], [n, 1], half,
-                                      gl.NVMMASharedLayout.get_default_for(half, gl.float32))
-        return onepass_resident_kernel[(min(tiles, programs or tiles),)](
-            h_desc, v_desc, t, n, c, c + width, tiles_n, tiles, W=width, BM=BLOCK_M, BN=block_n,
-            SLOTS=(n - c) // BLOCK_M, PRODUCER_REGS=PRODUCER_REGS, FROM_H=specialized == 5, num_warps=WARPS)
     if specialized:
         return onepass_ws_kernel[(min(tiles, programs or tiles),)](
             h_desc, v_desc, t, n, c, c + width, tiles_n, tiles, W=width, BM=BLOCK_M, BN=block_n,
@@ -778,8 +576,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--remove", default="0", help="REMOVE values to time (the kernel's docstring)")
     parser.add_argument("--transposed-apply", default="0,1", help="APPLY_T values (the kernel's docstring)")
     parser.add_argument("--specialized", default="",
-                        help="builds 7 (1), 8 (2), 9 (3, at each --remove), 10 and 11 (4, 5: where V fits beside "
-                             "the strip) too, persistent, at each ring")
+                        help="builds 7 (1), 8 (2), 9 (3, at each --remove) too, persistent, at each ring")
     parser.add_argument("--planes", action="store_true", help="build 9 with V's planes made in the timed call too")
     args = parser.parse_args(argv)
     sms = torch.cuda.get_device_properties(0).multi_processor_count
@@ -811,8 +608,6 @@ def main(argv: list[str]) -> int:
                     configurations.append((name, lambda o=options, t=t, c=c: onepass_update(h, t, n, c, planes(),
                                                                                           **o)))
             for specialized in map(int, filter(None, args.specialized.split(",")) if persistent else ()):
-                if specialized in (4, 5) and n - c > RESIDENT_MAX_ROWS:
-                    continue
                 for remove in numbers["remove"] if specialized == 3 else (0,):
                     configurations.append((f"{shape} build {6 + specialized}{f' without {remove}' if remove else ''}"
                                            " phases 234", lambda o=common, which=specialized, r=remove, t=t, c=c:
