@@ -192,17 +192,22 @@ def test_blocked_plans_end_with_a_one_wave_square_kernel():
     assert submission.square_tail(200, 512, H200_SMS, H200_SMEM) is None      # 200 CTAs: two waves
 
 
+def _blocked_benchmark_steps() -> dict:
+    """(batch, n) -> the steps of its schedule on H200, for every benchmark shape on the blocked path."""
+    steps = {}
+    for batch, n in submission.BENCHMARK_SHAPES:
+        if not submission.make_plan(batch, n, H200_SMS, H200_SMEM).square:
+            end = submission.square_tail(batch, n, H200_SMS, H200_SMEM) or n
+            steps[batch, n] = submission.schedule(batch, n, end, submission.looks_ahead(batch, n, H200_SMS), H200_SMS)
+    return steps
+
+
 def test_pairs_run_while_their_trailing_passes_give_every_sm_enough_column_tiles():
     # pairs on to where the pair's rest update has fewer than PAIR_MIN_TILES column tiles an SM or the
     # trailing matrices fall under PAIR_MIN_BYTES, fused or split by rows alike; few large matrices
     # (8 x 2048, 2 x 4096) never pair
-    pairs = {}
-    for batch, n in submission.BENCHMARK_SHAPES:
-        if submission.make_plan(batch, n, H200_SMS, H200_SMEM).square:
-            continue
-        end = submission.square_tail(batch, n, H200_SMS, H200_SMEM) or n
-        steps = submission.schedule(batch, n, end, submission.looks_ahead(batch, n, H200_SMS), H200_SMS)
-        pairs[batch, n] = [(step.c, step.rest.fused) for step in steps if step.pair]
+    pairs = {shape: [(step.c, step.rest.fused) for step in steps if step.pair]
+             for shape, steps in _blocked_benchmark_steps().items()}
     fused = [(c, True) for c in range(0, 384, 64)]
     assert pairs == {(40, 352): [], (640, 512): fused + [(384, True)],
                      (60, 1024): fused + [(c, False) for c in range(384, 640, 64)], (8, 2048): [], (2, 4096): []}
@@ -213,11 +218,8 @@ def test_pair_updates_on_chip_hold_their_strip_whole_where_it_fits_beside_v():
     # blocks): its strip whole from 384 rows left, else a ring as large as shared memory holds beside V, and
     # never more shared memory than the device has; split updates and single panels stay on Triton
     strips = {}
-    for batch, n in submission.BENCHMARK_SHAPES:
-        if submission.make_plan(batch, n, H200_SMS, H200_SMEM).square:
-            continue
-        end = submission.square_tail(batch, n, H200_SMS, H200_SMEM) or n
-        for step in submission.schedule(batch, n, end, submission.looks_ahead(batch, n, H200_SMS), H200_SMS):
+    for (batch, n), steps in _blocked_benchmark_steps().items():
+        for step in steps:
             width = 2 * submission.PANEL_WIDTH if step.pair else submission.PANEL_WIDTH
             strip = step.rest and submission.on_chip_strip(n, step.c, width, step.rest, H200_SMEM)
             if strip:
