@@ -912,7 +912,9 @@ if _GLUON_KERNELS:
     def _c_t_planes(strip, arrived, computed, use, k, lift, LAYOUT: gl.constexpr, STRIP: gl.constexpr,
                     SLOTS: gl.constexpr, FROM_INPUT: gl.constexpr):
         """C^T of use `use` (P's pass) as wgmma A planes, lifted from the input with FROM_INPUT; a ring's slot
-        released (computed) once read."""
+        released (computed) once read. The release needs every warp's read of the slot before it: Gluon (in
+        ON_CHIP_TRITON's releases) lowers a partition's `mbarrier.arrive` to a barrier of its warps, then one
+        elected arrive."""
         x = _landed(strip, arrived, use, k, STRIP, SLOTS).permute((1, 0)).load(LAYOUT)
         if STRIP < SLOTS:
             mbarrier.arrive(computed.index(use % STRIP))
@@ -3164,8 +3166,8 @@ def on_chip_strip(n: int, c: int, width: int, update: Update, smem: int) -> int 
     it fits in `smem` bytes of shared memory beside V, else the largest ring of at least ON_CHIP_MIN_RING
     slots that fits."""
     rows = n - c
-    if not (width == 2 * PANEL_WIDTH and update.fused and rows % ON_CHIP_BLOCK == 0 and update.col_hi == n
-            and (n - update.col_lo) % ON_CHIP_BLOCK == 0):
+    if not (width == 2 * PANEL_WIDTH and update.fused and rows % ON_CHIP_BLOCK == 0 and update.col_lo >= c + width
+            and update.col_hi == n and (n - update.col_lo) % ON_CHIP_BLOCK == 0):
         return None
     blocks = rows // ON_CHIP_BLOCK
     return next((strip for strip in (blocks, *range(blocks - 1, ON_CHIP_MIN_RING - 1, -1))
