@@ -207,7 +207,7 @@ def test_pair_update_on_chip_matches_float64(batch, n, c, from_input):
     assert torch.equal(h[:, :c, c + width:].isnan(), before[:, :c, c + width:].isnan())
 
 
-def test_pair_update_from_an_input_that_tma_cannot_read_takes_the_triton_update(monkeypatch):
+def test_pair_update_on_chip_leaves_an_input_tma_cannot_read_to_the_triton_update(monkeypatch):
     # a contiguous input off 16-byte alignment (an eager call reads it as the first update's source) is no
     # TMA source: the update is the Triton kernel's, bit for bit
     device = torch.cuda.current_device()
