@@ -751,17 +751,22 @@ if _GLUON_KERNELS:
     # ----- the producer warp: every TMA -----
 
     @gluon.jit
+    def _block_origin(tile, block, tiles_n, n, c, col_lo, BM: gl.constexpr, BN: gl.constexpr):
+        """[row, column] of row block `block` of column tile `tile` among the batch's rows (b n + i)."""
+        return [tile // tiles_n * n + c + block * BM, col_lo + tile % tiles_n * BN]
+
+    @gluon.jit
     def _request_block(c_desc, strip, arrived, slot, tile, block, tiles_n, n, c, col_lo, BM: gl.constexpr,
                        BN: gl.constexpr):
         """Ask TMA for row block `block` of column tile `tile`'s strip into slot `slot`."""
         mbarrier.expect(arrived.index(slot), c_desc.block_type.nbytes)
-        tma.async_copy_global_to_shared(c_desc, [tile // tiles_n * n + c + block * BM, col_lo + tile % tiles_n * BN],
+        tma.async_copy_global_to_shared(c_desc, _block_origin(tile, block, tiles_n, n, c, col_lo, BM, BN),
                                         arrived.index(slot), strip.index(slot))
 
     @gluon.jit
     def _store_block(h_desc, strip, slot, tile, block, tiles_n, n, c, col_lo, BM: gl.constexpr, BN: gl.constexpr):
         """Store slot `slot` by TMA into row block `block` of column tile `tile` of H."""
-        tma.async_copy_shared_to_global(h_desc, [tile // tiles_n * n + c + block * BM, col_lo + tile % tiles_n * BN],
+        tma.async_copy_shared_to_global(h_desc, _block_origin(tile, block, tiles_n, n, c, col_lo, BM, BN),
                                         strip.index(slot))
 
     @gluon.jit
@@ -3420,12 +3425,11 @@ def _apply_block_reflector(h, y, t, c: int, width: int, update: Update, source=N
 
     One launch when the update is `fused`: `pair_update_kernel` on a Hopper
     GPU where `on_chip_strip` (and a source is aligned for TMA), else
-    `_wy_update_kernel`. Otherwise V^T C is
-    summed over row splits into `y` and a second launch applies it. With
-    `source` = (a, size) a fused update of the first step reads C from the
-    contiguous input a, lifted by the matrix sizes (see
-    `_wy_update_kernel`); a split one reads h, where its columns were staged
-    (`staged_columns`).
+    `_wy_update_kernel`. Otherwise V^T C is summed over row splits into `y`
+    and a second launch applies it. With `source` = (a, size) a fused update
+    of the first step reads C from the contiguous input a, lifted by the
+    matrix sizes (see `_wy_update_kernel`); a split one reads h, where its
+    columns were staged (`staged_columns`).
     """
     batch, n, _ = h.shape
     strip = None
