@@ -764,10 +764,15 @@ if _GLUON_KERNELS:
                                         arrived.index(slot), strip.index(slot))
 
     @gluon.jit
-    def _store_block(h_desc, strip, slot, tile, block, tiles_n, n, c, col_lo, BM: gl.constexpr, BN: gl.constexpr):
-        """Store slot `slot` by TMA into row block `block` of column tile `tile` of H."""
-        tma.async_copy_shared_to_global(h_desc, _block_origin(tile, block, tiles_n, n, c, col_lo, BM, BN),
-                                        strip.index(slot))
+    def _store_block(s_desc, strip, slot, tile, block, tiles_n, n, c, col_lo, BM: gl.constexpr, BN: gl.constexpr,
+                     KEEP: gl.constexpr):
+        """Store slot `slot` by TMA into row block `block` of column tile `tile` of H, but its first KEEP
+        columns (s_desc: blocks of BM x (BN - KEEP))."""
+        row, col = _block_origin(tile, block, tiles_n, n, c, col_lo, BM, BN)
+        if KEEP == 0:
+            tma.async_copy_shared_to_global(s_desc, [row, col], strip.index(slot))
+        else:
+            tma.async_copy_shared_to_global(s_desc, [row, col + KEEP], strip.index(slot).slice(KEEP, BN - KEEP, dim=1))
 
     @gluon.jit
     def _raw_halves(v_hi, v_lo, BM: gl.constexpr, W: gl.constexpr, SLOTS: gl.constexpr):
@@ -791,25 +796,28 @@ if _GLUON_KERNELS:
         tma.async_copy_global_to_shared(v_desc, [row + BM // 2, c], v_ready.index(block), bottom.index(block))
 
     @gluon.jit
-    def _produce_whole(h_desc, c_desc, v_desc, strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, n, c,
+    def _produce_whole(s_desc, c_desc, v_desc, strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, n, c,
                        col_lo, tiles_n, first, end, W: gl.constexpr, BM: gl.constexpr, BN: gl.constexpr,
-                       SLOTS: gl.constexpr):
+                       SLOTS: gl.constexpr, KEEP: gl.constexpr):
         """The strip held whole (slot i: row block i): each slot requested at the start; then, as the
-        consumer writes a tile's slots back, each stored and, once the store after it has read its slot,
-        refilled with the next tile's block; V loaded at each matrix's first tile."""
+        consumer writes a tile's slots back, each stored (but its first KEEP columns) and, once the store
+        after it has read its slot, refilled with the next tile's block. Unless the strip holds V (KEEP),
+        V's block i of the next matrix goes as soon as the consumer has written back block i of the last
+        tile of the one before (its apply has released V's block first)."""
         for i in range(SLOTS):
             _request_block(c_desc, strip, arrived, i, first, i, tiles_n, n, c, col_lo, BM, BN)
-        matrix = -1
+        if KEEP == 0:
+            for block in gl.static_range(SLOTS):
+                _load_v_block(v_desc, v_hi, v_lo, v_ready, v_empty, first // tiles_n, 0, block, n, c, W, BM, SLOTS)
         for tile in range(first, end):
             b = tile // tiles_n
-            if b != matrix:
-                for block in gl.static_range(SLOTS):
-                    _load_v_block(v_desc, v_hi, v_lo, v_ready, v_empty, b, b - first // tiles_n, block, n, c, W, BM,
-                                  SLOTS)
-                matrix = b
+            starts = KEEP == 0 and tile + 1 < end and (tile + 1) // tiles_n != b     # the next tile: a new V
             for i in range(SLOTS):
                 mbarrier.wait(computed.index(i), (tile - first) & 1)
-                _store_block(h_desc, strip, i, tile, i, tiles_n, n, c, col_lo, BM, BN)
+                if starts:
+                    _load_v_block(v_desc, v_hi, v_lo, v_ready, v_empty, b + 1, b + 1 - first // tiles_n, i, n, c, W,
+                                  BM, SLOTS)
+                _store_block(s_desc, strip, i, tile, i, tiles_n, n, c, col_lo, BM, BN, KEEP)
                 if i > 0 and tile + 1 < end:
                     tma.store_wait(pendings=1)
                     _request_block(c_desc, strip, arrived, i - 1, tile + 1, i - 1, tiles_n, n, c, col_lo, BM, BN)
@@ -825,7 +833,7 @@ if _GLUON_KERNELS:
         the store's read of the slot waited for."""
         if use >= 0 and use % (2 * SLOTS) >= SLOTS:
             _store_block(h_desc, strip, slot, first + use // (2 * SLOTS), use % (2 * SLOTS) - SLOTS, tiles_n, n, c,
-                         col_lo, BM, BN)
+                         col_lo, BM, BN, 0)
             tma.store_wait(pendings=0)
 
     @gluon.jit
@@ -891,6 +899,20 @@ if _GLUON_KERNELS:
             v_hi.index(block).slice(HALF, HALF).store(lower_hi)
             v_lo.index(block).slice(0, HALF).store(upper_lo)
             v_lo.index(block).slice(HALF, HALF).store(lower_lo)
+        fence_async_shared()
+        gl.thread_barrier()
+
+    @gluon.jit
+    def _split_from_strip(strip, arrived, v_hi, v_lo, k, BM: gl.constexpr, W: gl.constexpr, SLOTS: gl.constexpr):
+        """V's planes of the CTA's k-th tile from its whole strip's first W columns (the reflectors' own, from
+        row c), each block once landed, then fenced for wgmma."""
+        rows_layout: gl.constexpr = _rows_layout()
+        for block in gl.static_range(SLOTS):
+            mbarrier.wait(arrived.index(block), k & 1)
+            hi, lo = _unit_lower_planes(strip.index(block).slice(0, W, dim=1).load(rows_layout), block * BM, W,
+                                        rows_layout)
+            v_hi.index(block).store(hi)
+            v_lo.index(block).store(lo)
         fence_async_shared()
         gl.thread_barrier()
 
@@ -962,7 +984,8 @@ if _GLUON_KERNELS:
 
     @gluon.jit
     def _tile_products(strip, arrived, computed, v_hi, v_lo, v_empty, t_hi, t_lo, t, k, last, lift, W: gl.constexpr,
-                       BN: gl.constexpr, SLOTS: gl.constexpr, STRIP: gl.constexpr, FROM_INPUT: gl.constexpr):
+                       BM: gl.constexpr, BN: gl.constexpr, SLOTS: gl.constexpr, STRIP: gl.constexpr,
+                       FROM_INPUT: gl.constexpr):
         """The CTA's k-th tile (its matrix's `last`, or not). Row block i is P's use i and the apply's use
         SLOTS + i of a whole strip (both slot i), or a ring's uses 2 SLOTS k + i and 2 SLOTS k + SLOTS +
         i. In P^T = C^T V block i's wgmma run while block i + 1's C^T is read from its slot and split; in
@@ -975,8 +998,9 @@ if _GLUON_KERNELS:
         across a trip, and -Y^T's planes are passed through every wait
         (bench/check_wgmma_operands.py checks the SASS for it).
         """
-        acc_layout: gl.constexpr = _wgmma_layout(W)
+        acc_layout: gl.constexpr = _wgmma_layout(W)         # P^T, Y^T: BN x W
         a_layout: gl.constexpr = _wgmma_a_layout(W)
+        apply_layout: gl.constexpr = _wgmma_layout(BM)      # C^T's blocks: BN x BM
         if STRIP == SLOTS:      # block i in slot i in both passes
             p_use = 0
             apply_use = 0
@@ -998,43 +1022,46 @@ if _GLUON_KERNELS:
         p_t = warpgroup_mma_wait(num_outstanding=0, deps=(p_t, c_hi, c_lo))[0]
 
         # ----- -Y^T := -P^T T -----
-        ny_hi, ny_lo = _gl_bf16_pair(gl.convert_layout(-_y_t(p_t, t, t_hi, t_lo, W), a_layout))
+        ny_hi, ny_lo = _gl_bf16_pair(gl.convert_layout(-_y_t(p_t, t, t_hi, t_lo, W), _wgmma_a_layout(BM)))
 
         # ----- C^T := C^T + (-Y^T) V^T, two blocks a trip -----
         for j in range(SLOTS // 2):
             upper = _apply_block(strip, arrived, v_hi, v_lo, ny_hi, ny_lo, 2 * j, apply_use + 2 * j, k, lift,
-                                 acc_layout, STRIP, SLOTS, FROM_INPUT)
+                                 apply_layout, STRIP, SLOTS, FROM_INPUT)
             lower = _apply_block(strip, arrived, v_hi, v_lo, ny_hi, ny_lo, 2 * j + 1, apply_use + 2 * j + 1, k, lift,
-                                 acc_layout, STRIP, SLOTS, FROM_INPUT)
+                                 apply_layout, STRIP, SLOTS, FROM_INPUT)
             upper = warpgroup_mma_wait(num_outstanding=3, deps=(upper, ny_hi, ny_lo))[0]
             _write_back(strip, computed, v_empty, upper, apply_use + 2 * j, 2 * j, last, STRIP)
             lower = warpgroup_mma_wait(num_outstanding=0, deps=(lower, ny_hi, ny_lo))[0]
             _write_back(strip, computed, v_empty, lower, apply_use + 2 * j + 1, 2 * j + 1, last, STRIP)
         if SLOTS % 2 == 1:
             final = _apply_block(strip, arrived, v_hi, v_lo, ny_hi, ny_lo, SLOTS - 1, apply_use + SLOTS - 1, k,
-                                 lift, acc_layout, STRIP, SLOTS, FROM_INPUT)
+                                 lift, apply_layout, STRIP, SLOTS, FROM_INPUT)
             final = warpgroup_mma_wait(num_outstanding=0, deps=(final, ny_hi, ny_lo))[0]
             _write_back(strip, computed, v_empty, final, apply_use + SLOTS - 1, SLOTS - 1, last, STRIP)
 
     @gluon.jit
     def _consume(strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, t_hi, t_lo, t_ptr, size_ptr, tiles_n, first,
                  end, W: gl.constexpr, BM: gl.constexpr, BN: gl.constexpr, SLOTS: gl.constexpr, STRIP: gl.constexpr,
-                 FROM_INPUT: gl.constexpr):
+                 FROM_INPUT: gl.constexpr, KEEP: gl.constexpr):
         """The CTA's tiles first .. end - 1 in order, each by `_tile_products`; at a matrix's first tile its
-        V is split as it lands (`_split_in_place`), and its last tile's apply releases V block by block."""
+        V is split as it lands (`_split_in_place`), and its last tile's apply releases V block by block;
+        with KEEP (a tile a matrix) V is split from the strip's first columns (`_split_from_strip`)."""
         matrix = -1
         lift = 1.0
         for tile in range(first, end):
             b = tile // tiles_n
             t = _load_t(t_ptr, b, W)                    # used after P: its latency hidden
-            if b != matrix:
+            if KEEP > 0:
+                _split_from_strip(strip, arrived, v_hi, v_lo, tile - first, BM, W, SLOTS)
+            elif b != matrix:
                 if FROM_INPUT:
                     lift = _gl_lift(size_ptr, b)
                 _split_in_place(v_hi, v_lo, v_ready, b - first // tiles_n, BM, W, SLOTS)
                 matrix = b
-            last = (tile + 1) // tiles_n != b or tile + 1 == end
+            last = KEEP == 0 and ((tile + 1) // tiles_n != b or tile + 1 == end)
             _tile_products(strip, arrived, computed, v_hi, v_lo, v_empty, t_hi, t_lo, t, tile - first, last, lift, W,
-                           BN, SLOTS, STRIP, FROM_INPUT)
+                           BM, BN, SLOTS, STRIP, FROM_INPUT)
 
     @gluon.jit
     def _allocate(h_desc, STRIP: gl.constexpr, V_BLOCKS: gl.constexpr, V_BARRIERS: gl.constexpr, W: gl.constexpr,
@@ -1062,9 +1089,10 @@ if _GLUON_KERNELS:
         return strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, t_hi, t_lo
 
     @gluon.jit
-    def pair_update_kernel(h_desc, c_desc, v_desc, t_ptr, size_ptr, n, c, col_lo, tiles_n, tiles, W: gl.constexpr,
-                           BM: gl.constexpr, BN: gl.constexpr, SLOTS: gl.constexpr, STRIP: gl.constexpr,
-                           FROM_INPUT: gl.constexpr, PRODUCER_REGS: gl.constexpr):
+    def pair_update_kernel(h_desc, s_desc, c_desc, v_desc, t_ptr, size_ptr, n, c, col_lo, tiles_n, tiles,
+                           W: gl.constexpr, BM: gl.constexpr, BN: gl.constexpr, SLOTS: gl.constexpr,
+                           STRIP: gl.constexpr, FROM_INPUT: gl.constexpr, KEEP: gl.constexpr,
+                           PRODUCER_REGS: gl.constexpr):
         """C := C - V T^T V^T C for every column tile of C = H[b, c:n, col_lo:n] (W reflector columns from c,
         n - c = SLOTS BM rows, tiles_n tiles of BN columns a matrix), the strip and V on chip.
 
@@ -1084,10 +1112,18 @@ if _GLUON_KERNELS:
         crosses DRAM once), else a ring of STRIP slots that the strip streams
         through twice (`_produce_twice`: the second pass mostly from L2).
         c_desc reads C: h_desc's H, or with FROM_INPUT (the first step) the
-        input, lifted as `_wy_update_kernel` lifts it. Slots pass between the
-        two by mbarriers (arrived: landed; computed: read or written back), V's
-        blocks by a ready / empty pair each.
+        input, lifted as `_wy_update_kernel` lifts it. With KEEP = W (a
+        whole strip, one tile a matrix from col_lo = c) the tile's first W
+        columns are the reflectors' own: V's planes come from them
+        (`_split_from_strip`), their update is not stored (s_desc: blocks of
+        the other BN - W columns; h_desc else), and only the next BN - W
+        columns change, as for a pair's inner update (the wgmma's M is 64:
+        a tile of the W = 32 columns it updates alone would not fill it).
+        Slots pass between the two by mbarriers (arrived: landed; computed:
+        read or written back), V's blocks by a ready / empty pair each.
         """
+        gl.static_assert(KEEP == 0 or (STRIP == SLOTS and not FROM_INPUT and KEEP == W and KEEP * 4 % 128 == 0),
+                         "KEEP: a whole strip from H, its first W columns V's, stored from a 128-byte swizzle chunk")
         strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, t_hi, t_lo = _allocate(h_desc, STRIP, SLOTS, SLOTS, W,
                                                                                        BM, BN)
         pid = gl.program_id(0)
@@ -1096,14 +1132,14 @@ if _GLUON_KERNELS:
         if STRIP == SLOTS:
             gl.warp_specialize([
                 (_consume, (strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, t_hi, t_lo, t_ptr, size_ptr,
-                            tiles_n, first, end, W, BM, BN, SLOTS, STRIP, FROM_INPUT)),
-                (_produce_whole, (h_desc, c_desc, v_desc, strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, n,
-                                  c, col_lo, tiles_n, first, end, W, BM, BN, SLOTS)),
+                            tiles_n, first, end, W, BM, BN, SLOTS, STRIP, FROM_INPUT, KEEP)),
+                (_produce_whole, (s_desc, c_desc, v_desc, strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, n,
+                                  c, col_lo, tiles_n, first, end, W, BM, BN, SLOTS, KEEP)),
             ], [1], [PRODUCER_REGS])
         else:
             gl.warp_specialize([
                 (_consume, (strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, t_hi, t_lo, t_ptr, size_ptr,
-                            tiles_n, first, end, W, BM, BN, SLOTS, STRIP, FROM_INPUT)),
+                            tiles_n, first, end, W, BM, BN, SLOTS, STRIP, FROM_INPUT, KEEP)),
                 (_produce_twice, (h_desc, c_desc, v_desc, strip, arrived, computed, v_hi, v_lo, v_ready, v_empty, n,
                                   c, col_lo, tiles_n, first, end, W, BM, BN, SLOTS, STRIP)),
             ], [1], [PRODUCER_REGS])
@@ -3164,17 +3200,23 @@ def on_chip_smem_bytes(rows: int, width: int, strip: int) -> int:
             + 2 * (strip + rows // ON_CHIP_BLOCK) * MBARRIER_BYTES)
 
 
-def on_chip_strip(n: int, c: int, width: int, update: Update, smem: int) -> int | None:
+def on_chip_strip(n: int, c: int, width: int, update: Update, smem: int, reads_input: bool = False) -> int | None:
     """The strip slots with which `pair_update_kernel` serves `update` by the block reflector of `width`
-    columns at c (on a device where `_on_chip_device`), None where it does not: a pair's fused update of
-    whole ON_CHIP_BLOCK row blocks and column tiles to column n. The whole strip (a slot a row block) where
-    it fits in `smem` bytes of shared memory beside V, else the largest ring of at least ON_CHIP_MIN_RING
-    slots that fits."""
+    columns at c (on a device where `_on_chip_device`; `reads_input`: C comes from the input), None where
+    it does not. A fused update of whole ON_CHIP_BLOCK row blocks, and either a pair's of column tiles to
+    column n, its strip whole (a slot a row block) where it fits in `smem` bytes of shared memory beside V,
+    else through the largest ring of at least ON_CHIP_MIN_RING slots that fits; or a single panel's of
+    the next PANEL_WIDTH columns (a pair's inner update) from H, its strip whole, in a tile from column c."""
     rows = n - c
-    if not (width == 2 * PANEL_WIDTH and update.fused and rows % ON_CHIP_BLOCK == 0 and update.col_lo >= c + width
-            and update.col_hi == n and (n - update.col_lo) % ON_CHIP_BLOCK == 0):
+    if not (update.fused and rows % ON_CHIP_BLOCK == 0):
         return None
     blocks = rows // ON_CHIP_BLOCK
+    if width == PANEL_WIDTH == ON_CHIP_BLOCK // 2 and (update.col_lo, update.col_hi) == (c + width, c + 2 * width):
+        fits = not reads_input and on_chip_smem_bytes(rows, width, blocks) + ON_CHIP_SMEM_RESERVE <= smem
+        return blocks if fits else None
+    if not (width == ON_CHIP_BLOCK and update.col_lo >= c + width and update.col_hi == n
+            and (n - update.col_lo) % ON_CHIP_BLOCK == 0):
+        return None
     return next((strip for strip in (blocks, *range(blocks - 1, ON_CHIP_MIN_RING - 1, -1))
                  if on_chip_smem_bytes(rows, width, strip) + ON_CHIP_SMEM_RESERVE <= smem), None)
 
@@ -3400,8 +3442,11 @@ def _on_chip_device(device_index: int) -> bool:
 
 def _pair_update_on_chip(h, t, c: int, width: int, update: Update, strip: int, source=None) -> None:
     """`_apply_block_reflector` by `pair_update_kernel` with a strip of `strip` slots (`on_chip_strip`), one
-    CTA an SM; H, and the input of `source` = (a, size), read through TMA descriptors of their rows."""
+    CTA an SM; H, and the input of `source` = (a, size), read through TMA descriptors of their rows. An
+    update of fewer columns than a tile (a pair's inner update) takes a tile a matrix from column c whose
+    first `width` columns, the reflectors' own, it keeps."""
     batch, n, _ = h.shape
+    keep = ON_CHIP_BLOCK - width
 
     def rows(x: torch.Tensor, block: list[int]):
         """A TMA descriptor of x's rows (batch n x n) in blocks of `block`."""
@@ -3410,13 +3455,15 @@ def _pair_update_on_chip(h, t, c: int, width: int, update: Update, strip: int, s
 
     slot = [ON_CHIP_BLOCK, ON_CHIP_BLOCK]
     h_desc = rows(h, slot)
+    s_desc = rows(h, [ON_CHIP_BLOCK, ON_CHIP_BLOCK - keep]) if keep else h_desc
     c_desc, size = (h_desc, h) if source is None else (rows(source[0], slot), source[1])     # (h_desc, h): not read
-    tiles_n = (n - update.col_lo) // ON_CHIP_BLOCK
+    col_lo = c if keep else update.col_lo
+    tiles_n = (n - col_lo) // ON_CHIP_BLOCK if not keep else 1
     tiles = batch * tiles_n
     pair_update_kernel[(min(tiles, _device_limits(h.device.index)[0]),)](
-        h_desc, c_desc, rows(h, [ON_CHIP_BLOCK // 2, width]), t, size, n, c, update.col_lo, tiles_n, tiles,
+        h_desc, s_desc, c_desc, rows(h, [ON_CHIP_BLOCK // 2, width]), t, size, n, c, col_lo, tiles_n, tiles,
         W=width, BM=ON_CHIP_BLOCK, BN=ON_CHIP_BLOCK, SLOTS=(n - c) // ON_CHIP_BLOCK, STRIP=strip,
-        FROM_INPUT=source is not None, PRODUCER_REGS=ON_CHIP_PRODUCER_REGS, num_warps=WARPGROUP // WARP)
+        FROM_INPUT=source is not None, KEEP=keep, PRODUCER_REGS=ON_CHIP_PRODUCER_REGS, num_warps=WARPGROUP // WARP)
 
 
 def _apply_block_reflector(h, y, t, c: int, width: int, update: Update, source=None):
@@ -3435,7 +3482,7 @@ def _apply_block_reflector(h, y, t, c: int, width: int, update: Update, source=N
     strip = None
     if (not TRITON_INTERPRETED.value and _on_chip_device(h.device.index)
             and (source is None or source[0].data_ptr() % TMA_ALIGN_BYTES == 0)):
-        strip = on_chip_strip(n, c, width, update, _device_limits(h.device.index)[1])
+        strip = on_chip_strip(n, c, width, update, _device_limits(h.device.index)[1], source is not None)
     if strip is not None:
         _pair_update_on_chip(h, t, c, width, update, strip, source)
         return

@@ -126,9 +126,9 @@ def in_flight_writes(program: list[tuple[int, str]]) -> list[str]:
     return found
 
 
-def pair_update_ptx(slots: int, strip: int, from_input: bool) -> str:
-    """`submission.pair_update_kernel`'s PTX for sm_90a over `slots` row blocks with a strip of `strip` slots
-    (a pair's W 64, 512 x 512 matrices), compiled here."""
+def pair_update_ptx(slots: int, strip: int, from_input: bool, width: int) -> str:
+    """`submission.pair_update_kernel`'s PTX for sm_90a over `slots` row blocks with a strip of `strip` slots,
+    `width` reflector columns (a pair's 64, or 32 for its inner update), 512 x 512 matrices, compiled here."""
     import torch
     from triton.backends.compiler import BaseBackend, GPUTarget
     from triton._C.libtriton import native_specialize_impl
@@ -137,16 +137,17 @@ def pair_update_ptx(slots: int, strip: int, from_input: bool) -> str:
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
     import submission
 
-    n, width, block = 512, 2 * submission.PANEL_WIDTH, submission.ON_CHIP_BLOCK
+    n, block = 512, submission.ON_CHIP_BLOCK
+    keep = block - width
     h = torch.zeros(4 * n, n)
     descriptors = {name: TensorDescriptor(h, list(h.shape), [n, 1], shape,
                                           gl.NVMMASharedLayout.get_default_for(shape, gl.float32))
-                   for name, shape in (("h_desc", [block, block]), ("c_desc", [block, block]),
-                                       ("v_desc", [block // 2, width]))}
+                   for name, shape in (("h_desc", [block, block]), ("s_desc", [block, block - keep]),
+                                       ("c_desc", [block, block]), ("v_desc", [block // 2, width]))}
     signature = {name: native_specialize_impl(BaseBackend, d, False, True, True)[0] for name, d in descriptors.items()}
     signature.update({"t_ptr": "*fp32", "size_ptr": "*fp32", "n": "i32", "c": "i32", "col_lo": "i32",
                       "tiles_n": "i32", "tiles": "i32"})
-    constants = dict(W=width, BM=block, BN=block, SLOTS=slots, STRIP=strip, FROM_INPUT=from_input,
+    constants = dict(W=width, BM=block, BN=block, SLOTS=slots, STRIP=strip, FROM_INPUT=from_input, KEEP=keep,
                      PRODUCER_REGS=submission.ON_CHIP_PRODUCER_REGS)
     source = GluonASTSource(submission.pair_update_kernel, {**signature, **{k: "constexpr" for k in constants}},
                             constexprs=constants)
@@ -155,10 +156,12 @@ def pair_update_ptx(slots: int, strip: int, from_input: bool) -> str:
     return kernel.asm["ptx"]
 
 
-# (row blocks, strip slots, from the input) that the submission launches at n 384-512: whole strips to 6 row
-# blocks, rings beyond (`on_chip_strip`), the first step's updates reading the input
-PAIR_UPDATE_BUILDS = ((2, 2, False), (3, 3, False), (4, 4, False), (5, 5, False), (6, 6, False), (6, 6, True),
-                      (7, 6, False), (8, 5, False), (8, 5, True))
+# (row blocks, strip slots, from the input, reflector columns) that the submission launches at n 384-512: a
+# pair's rest updates with whole strips to 6 row blocks, rings beyond (`on_chip_strip`), the first step's
+# reading the input; its inner updates, whole strips
+PAIR_UPDATE_BUILDS = ((2, 2, False, 64), (3, 3, False, 64), (4, 4, False, 64), (5, 5, False, 64), (6, 6, False, 64),
+                      (6, 6, True, 64), (7, 6, False, 64), (8, 5, False, 64), (8, 5, True, 64),
+                      *((blocks, blocks, False, 32) for blocks in range(1, 9)))
 
 
 def check(name: str, sass: str) -> list[str]:
@@ -183,10 +186,11 @@ def main(argv: list[str]) -> int:
             status |= bool(check(str(path), sass_of(path)))
         return status
     with tempfile.TemporaryDirectory() as tmp:
-        for slots, strip, from_input in PAIR_UPDATE_BUILDS:
+        for slots, strip, from_input, width in PAIR_UPDATE_BUILDS:
             ptx = Path(tmp) / "pair_update.ptx"
-            ptx.write_text(pair_update_ptx(slots, strip, from_input))
-            name = f"pair_update_kernel, {slots} row blocks, strip {strip}{', from the input' if from_input else ''}"
+            ptx.write_text(pair_update_ptx(slots, strip, from_input, width))
+            name = (f"pair_update_kernel, W {width}, {slots} row blocks, strip {strip}"
+                    f"{', from the input' if from_input else ''}")
             status |= bool(check(name, sass_of(ptx)))
     return status
 

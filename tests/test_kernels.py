@@ -157,35 +157,44 @@ def test_block_reflector_matches_float64(batch, n, c, splits, fused, next_panel_
     assert torch.equal(h[:, :c, :], before[:, :c, :])
 
 
-@pytest.mark.parametrize("batch,n,c,from_input", [
-    (5, 512, 128, False),       # the strip whole: six row blocks, a CTA a tile
-    (61, 384, 64, False),       # five (odd), runs of two tiles that cross matrices
-    (500, 256, 128, False),     # two, one tile a matrix: each CTA loads V for ~4 matrices in turn
-    (3, 512, 384, False),
-    (150, 512, 64, False),      # seven row blocks: the strip through a ring, twice
-    (9, 512, 0, True),          # eight through the ring, C read from the input (matrix 0 lifted)
-    (4, 384, 0, True),          # six whole, from the input
+@pytest.mark.parametrize("batch,n,c,from_input,inner", [
+    (5, 512, 128, False, False),    # the strip whole: six row blocks, a CTA a tile
+    (61, 384, 64, False, False),    # five (odd), runs of two tiles that cross matrices
+    (500, 256, 128, False, False),  # two, one tile a matrix: each CTA loads V for ~4 matrices in turn
+    (3, 512, 384, False, False),
+    (150, 512, 64, False, False),   # seven row blocks: the strip through a ring, twice
+    (9, 512, 0, True, False),       # eight through the ring, C read from the input (matrix 0 lifted)
+    (4, 384, 0, True, False),       # six whole, from the input
+    (5, 512, 64, False, True),      # a pair's inner update: a tile a matrix from column c, V from its first half
+    (200, 384, 0, False, True),     # several matrices a CTA
+    (300, 320, 0, False, True),     # five row blocks (odd), several matrices a CTA
+    (9, 512, 448, False, True),     # one row block
 ])
-def test_pair_update_on_chip_matches_float64(batch, n, c, from_input):
-    # Hopper's `pair_update_kernel` (strip and V on chip) applies a pair's block reflector as the Triton
-    # update does: C - V T^T V^T C to TRAILING_RTOL, with C = 2^k A from the input where it reads it (the
-    # trailing columns of h are then not read), every other entry of h untouched
+def test_pair_update_on_chip_matches_float64(batch, n, c, from_input, inner):
+    # Hopper's `pair_update_kernel` (strip and V on chip) applies a pair's block reflector, or for its inner
+    # update the first panel's to the second panel's columns, as the Triton update does: C - V T^T V^T C to
+    # TRAILING_RTOL, with C = 2^k A from the input where it reads it (the trailing columns of h are then not
+    # read), every other entry of h untouched
     device = torch.cuda.current_device()
     if not submission._on_chip_device(device):
         pytest.skip("pair_update_kernel runs on compute capability 9.0 with a Triton of ON_CHIP_TRITON")
-    width = 2 * WIDTH
-    update = submission.Update(c + width, n, 1, submission.TRAIL_BLOCK_N, True)
+    width = WIDTH if inner else 2 * WIDTH
+    col_hi = c + 2 * width if inner else n
+    block_n = submission.LOOKAHEAD_BLOCK_N if inner else submission.TRAIL_BLOCK_N
+    update = submission.Update(c + width, col_hi, 1, block_n, True)
     strip = submission.on_chip_strip(n, c, width, update, submission._device_limits(device)[1])
     blocks = (n - c) // submission.ON_CHIP_BLOCK
-    assert strip == blocks if blocks <= 6 else submission.ON_CHIP_MIN_RING <= strip < blocks
+    assert strip == blocks if blocks <= 6 or inner else submission.ON_CHIP_MIN_RING <= strip < blocks
     torch.manual_seed(batch + n + c)
     a = torch.randn((batch, n, n), device="cuda")
     if from_input:
         a[0] *= 2.0 ** -80
     size = a.abs().amax(dim=(1, 2))
     exponent = torch.frexp(size).exponent          # size in [2^(e-1), 2^e)
-    lift = torch.where(exponent < 1 + submission.TINY_EXPONENT.value,
-                       torch.exp2(torch.clamp(1 - exponent, max=126).double()), 1.0) if from_input else torch.ones(batch)
+    lift = torch.ones(batch)
+    if from_input:
+        lift = torch.where(exponent < 1 + submission.TINY_EXPONENT.value,
+                           torch.exp2(torch.clamp(1 - exponent, max=126).double()), 1.0)
     lifted = a.double() * lift.view(-1, 1, 1).to(a.device)
     panel_h, panel_tau = torch.geqrf(lifted[:, c:, c:c + width])
     h = lifted.float()
@@ -194,17 +203,18 @@ def test_pair_update_on_chip_matches_float64(batch, n, c, from_input):
         h[:, :, c + width:] = float("nan")
     v = _unit_lower(panel_h)
     t = _larft(v, panel_tau)
-    trailing = lifted[:, c:, c + width:]
+    trailing = lifted[:, c:, c + width:col_hi]
     expected = trailing - v @ (t.transpose(-1, -2) @ (v.transpose(-1, -2) @ trailing))
 
     before = h.clone()
     submission._apply_block_reflector(h, None, t.float().contiguous(), c, width, update,
                                       (a, size) if from_input else None)
-    got = h[:, c:, c + width:].double()
+    got = h[:, c:, c + width:col_hi].double()
     scale = expected.abs().amax(dim=(1, 2), keepdim=True)
     assert ((got - expected).abs() <= TRAILING_RTOL * scale).all()
     assert torch.equal(h[:, :, :c + width], before[:, :, :c + width])
-    assert torch.equal(h[:, :c, c + width:].isnan(), before[:, :c, c + width:].isnan())
+    assert torch.equal(h[:, :, col_hi:], before[:, :, col_hi:])
+    assert torch.equal(h[:, :c].nan_to_num(7.0), before[:, :c].nan_to_num(7.0))
 
 
 def test_pair_update_on_chip_leaves_an_input_tma_cannot_read_to_the_triton_update(monkeypatch):

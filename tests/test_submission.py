@@ -214,19 +214,24 @@ def test_pairs_run_while_their_trailing_passes_give_every_sm_enough_column_tiles
 
 
 def test_pair_updates_on_chip_hold_their_strip_whole_where_it_fits_beside_v():
-    # on Hopper `pair_update_kernel` serves the benchmark's pair rest updates at 640 x 512 (fused, whole row
-    # blocks): its strip whole from 384 rows left, else a ring as large as shared memory holds beside V, and
-    # never more shared memory than the device has; split updates and single panels stay on Triton
+    # on Hopper `pair_update_kernel` serves the benchmark's pair updates at 640 x 512 (fused, whole row
+    # blocks): a rest update's strip whole from 384 rows left, else a ring as large as shared memory holds
+    # beside V; an inner update's whole, but the first one's, which reads the input, and so the last single
+    # panel's (c 448: the 32 columns right of it); never more shared memory than the device has. Split
+    # updates and the other shapes stay on Triton
+    W = submission.PANEL_WIDTH
     strips = {}
     for (batch, n), steps in _blocked_benchmark_steps().items():
         for step in steps:
-            width = 2 * submission.PANEL_WIDTH if step.pair else submission.PANEL_WIDTH
-            strip = step.rest and submission.on_chip_strip(n, step.c, width, step.rest, H200_SMEM)
-            if strip:
-                assert submission.on_chip_smem_bytes(n - step.c, width, strip) <= H200_SMEM
-                strips[batch, n, step.c] = strip
-    assert strips == {(640, 512, 0): 5, (640, 512, 64): 6, (640, 512, 128): 6, (640, 512, 192): 5,
-                      (640, 512, 256): 4, (640, 512, 320): 3, (640, 512, 384): 2}
+            width = 2 * W if step.pair else W
+            for kind, update, w in (("rest", step.rest, width), ("inner", step.inner, W), ("next", step.next, width)):
+                strip = update and submission.on_chip_strip(n, step.c, w, update, H200_SMEM, step.c == 0)
+                if strip:
+                    assert submission.on_chip_smem_bytes(n - step.c, w, strip) <= H200_SMEM
+                    strips[batch, n, step.c, kind] = strip
+    assert strips == {**{(640, 512, c, "rest"): strip for c, strip in ((0, 5), (64, 6), (128, 6), (192, 5), (256, 4),
+                                                                      (320, 3), (384, 2), (448, 1))},
+                      **{(640, 512, c, "inner"): (512 - c) // 64 for c in range(64, 448, 64)}}
     split = submission.Update(128, 512, 2, submission.TRAIL_BLOCK_N, False)
     assert submission.on_chip_strip(512, 64, 64, split, H200_SMEM) is None
 
