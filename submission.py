@@ -27,7 +27,7 @@ the CTAs of a thread-block cluster when there are too few matrices to fill
 the GPU. The trailing update runs on tensor cores in 3xBF16: each float32
 operand is split on chip into `hi = bf16(x)` and `lo = bf16(x - hi)` and the
 product is `hi*hi + hi*lo + lo*hi` accumulated in float32 (~16 mantissa bits).
-On Hopper a pair of panels' update of up to 512 rows is one Gluon kernel
+On Hopper a pair of panels' updates of up to 512 rows are one Gluon kernel
 that holds V and each column strip in shared memory (TMA, wgmma), so a strip
 crosses DRAM once and V is read once a matrix (`pair_update_kernel`).
 The panel factorization stays in float32; `T`'s Gram matrix V^T V runs on
@@ -168,10 +168,11 @@ TRAIL_FUSED_BLOCK_M = ((32, 32), (64, 64))
 # programs per SM; H200 vs 3: -15% at 640x512, -13% at 60x1024; vs 2: -4% at 40x352, 0 at 8x2048
 TRAIL_STAGES = 1
 TRAIL_IEEE_MAX_W = tl.constexpr(32)     # wider updates form T^T V^T C on tensor cores (3xBF16), not in float32 FMA
-# on Hopper a pair's fused rest update whose V fits in shared memory runs as one Gluon kernel that holds V and
-# each column strip on chip (`pair_update_kernel`: V loaded once a matrix, a strip read once where it fits
-# whole beside V, else twice through a ring, the second time from L2; H200, 640x512 a call, side by side with
-# the Triton update: 3.500 -> 3.074 ms, 3.624 -> 3.155)
+# on Hopper a pair's fused updates (the rest's and the inner one's) whose V fits in shared memory run as one
+# Gluon kernel that holds V and each column strip on chip (`pair_update_kernel`: V loaded once a matrix, a
+# strip read once where it fits whole beside V, else twice through a ring, the second time from L2; H200,
+# 640x512 a call, side by side with the Triton update: 3.500 -> 3.074 ms for the rest updates, 3.464 -> 2.972
+# with the inner ones)
 ON_CHIP_CAPABILITY = (9, 0)         # wgmma and TMA as Gluon's Hopper module emits them (sm_90a)
 ON_CHIP_TRITON = ("3.6.",)          # Triton releases whose Gluon the kernel is written for
 ON_CHIP_BLOCK = 64                  # rows of a strip slot (wgmma's M), columns of a column tile
@@ -3458,7 +3459,7 @@ def _pair_update_on_chip(h, t, c: int, width: int, update: Update, strip: int, s
     s_desc = rows(h, [ON_CHIP_BLOCK, ON_CHIP_BLOCK - keep]) if keep else h_desc
     c_desc, size = (h_desc, h) if source is None else (rows(source[0], slot), source[1])     # (h_desc, h): not read
     col_lo = c if keep else update.col_lo
-    tiles_n = (n - col_lo) // ON_CHIP_BLOCK if not keep else 1
+    tiles_n = 1 if keep else (n - col_lo) // ON_CHIP_BLOCK
     tiles = batch * tiles_n
     pair_update_kernel[(min(tiles, _device_limits(h.device.index)[0]),)](
         h_desc, s_desc, c_desc, rows(h, [ON_CHIP_BLOCK // 2, width]), t, size, n, c, col_lo, tiles_n, tiles,
